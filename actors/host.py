@@ -1,0 +1,171 @@
+"""Hosts: where an `ActorRuntime` runs.
+
+`PykkaHost` gives each simulated actor its own Pykka `ThreadingActor` (a daemon thread, so a
+failed run can never hang the process). It is a thin adapter with no protocol logic: it receives
+a window's deliveries as one message and puts the runtime's `WindowResult` into the window's
+`Batch`, so there is one thread hand-off per actor per window, not one per event, and the kernel
+wakes once per window, not once per actor (SPARK-NOTES.md: the cost of a simulation is the
+number of hand-offs).
+
+`DirectHost` runs the same runtime in the caller's thread. It is the reference the Pykka path is
+measured against by `kafkasim bench`, never a second way the product runs.
+
+Results land in the batch by slot, and the kernel reads the slots in its fixed actor order, so
+actors of one window run concurrently while the merged result cannot depend on which thread
+finished first.
+
+`SingleCpu` pins the kernel's thread, and so every actor thread it starts (Linux threads inherit
+their creator's affinity), to one CPU. Under the GIL only one of them runs Python at a time
+anyway; on one CPU a hand-off is a cheap local switch instead of the GIL migrating between cores,
+which measured 40 us against 16 us per hop here, and made the per-hop cost grow with the work
+done. Nothing the simulation can see depends on it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, NamedTuple, Protocol
+
+import pykka
+
+from actors.runtime import ActorRuntime, Delivery, WindowResult
+
+__all__ = ["Batch", "DirectHost", "Host", "PykkaHost", "SingleCpu"]
+
+
+class SingleCpu:
+    """Pins the calling thread (and the threads it starts) to one CPU until `release()`.
+
+    The CPU is picked from the allowed set by process id, so parallel simulations (a sweep's
+    executors) spread over the cores. Where affinity is not supported, it does nothing.
+    """
+
+    def __init__(self) -> None:
+        self._previous: set[int] | None = None
+        if not hasattr(os, "sched_setaffinity"):
+            return
+        allowed = sorted(os.sched_getaffinity(0))
+        if len(allowed) > 1:
+            self._previous = set(allowed)
+            os.sched_setaffinity(0, {allowed[os.getpid() % len(allowed)]})
+
+    def release(self) -> None:
+        if self._previous is not None:
+            os.sched_setaffinity(0, self._previous)
+            self._previous = None
+
+
+class Batch:
+    """The results of one window, one slot per busy actor; `wait()` returns when all are in."""
+
+    __slots__ = ("_done", "_lock", "_remaining", "results")
+
+    def __init__(self, size: int) -> None:
+        self.results: list[WindowResult | BaseException | None] = [None] * size
+        self._remaining = size
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        if size == 0:
+            self._done.set()
+
+    def complete(self, slot: int, result: WindowResult | BaseException) -> None:
+        self.results[slot] = result
+        with self._lock:
+            self._remaining -= 1
+            last = self._remaining == 0
+        if last:
+            self._done.set()
+
+    def wait(self) -> list[WindowResult | BaseException | None]:
+        self._done.wait()
+        return self.results
+
+
+class _RunWindow(NamedTuple):
+    start_ms: int
+    end_ms: int
+    deliveries: list[Delivery]
+    batch: Batch
+    slot: int
+
+
+class Host(Protocol):
+    """Runs one actor's windows, putting each result into the window's batch."""
+
+    def submit(
+        self, start_ms: int, end_ms: int, deliveries: list[Delivery], batch: Batch, slot: int
+    ) -> None: ...
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+    def stop(self) -> None: ...
+
+
+class _PykkaActor(pykka.ThreadingActor):
+    use_daemon_thread = True
+
+    def __init__(self, runtime: ActorRuntime) -> None:
+        super().__init__()
+        self._runtime = runtime
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, _RunWindow):
+            try:
+                result: WindowResult | BaseException = self._runtime.run_window(
+                    message.start_ms, message.end_ms, message.deliveries
+                )
+            except Exception as exc:  # noqa: BLE001 - handed to the kernel, which fails the run
+                result = exc
+            message.batch.complete(message.slot, result)
+            return None
+        if message == "snapshot":
+            return self._runtime.snapshot()
+        return super().on_receive(message)
+
+
+class PykkaHost:
+    """One Pykka `ThreadingActor` per simulated actor."""
+
+    __slots__ = ("_ref",)
+
+    def __init__(self, runtime: ActorRuntime) -> None:
+        self._ref = _PykkaActor.start(runtime)
+
+    def submit(
+        self, start_ms: int, end_ms: int, deliveries: list[Delivery], batch: Batch, slot: int
+    ) -> None:
+        self._ref.tell(_RunWindow(start_ms, end_ms, deliveries, batch, slot))
+
+    def snapshot(self) -> dict[str, Any]:
+        return self._ref.ask("snapshot")
+
+    def stop(self) -> None:
+        if self._ref.is_alive():
+            self._ref.stop(block=False)
+
+
+class DirectHost:
+    """The same runtime, called in the kernel's own thread."""
+
+    __slots__ = ("_runtime",)
+
+    def __init__(self, runtime: ActorRuntime) -> None:
+        self._runtime = runtime
+
+    def submit(
+        self, start_ms: int, end_ms: int, deliveries: list[Delivery], batch: Batch, slot: int
+    ) -> None:
+        try:
+            result: WindowResult | BaseException = self._runtime.run_window(
+                start_ms, end_ms, deliveries
+            )
+        except Exception as exc:  # noqa: BLE001 - as under Pykka: the kernel fails the run
+            result = exc
+        batch.complete(slot, result)
+
+    def snapshot(self) -> dict[str, Any]:
+        return self._runtime.snapshot()
+
+    def stop(self) -> None:
+        pass

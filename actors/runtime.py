@@ -1,0 +1,220 @@
+"""Running one behaviour through one lookahead window.
+
+The kernel advances virtual time in windows no longer than the network's minimum latency: nothing
+an actor sends inside a window can arrive inside it. So within a window every actor is
+independent, and each can be handed *all* of its events for the window at once: the deliveries
+the kernel routed to it, and its own timers (which only it can set, so it keeps them). The
+runtime processes them in `(time, timers first, sequence)` order, collects the commands, encodes
+every outgoing message to msgpack, and hands back a `WindowResult` that the kernel merges in a
+fixed actor order. The outcome depends on the scenario and the seed alone, never on which thread
+ran first.
+
+`ActorRuntime` is pure Python with no threading. The Pykka host (`actors.host`) runs it inside a
+`ThreadingActor`; the direct executor runs it in the caller's thread, as the reference that the
+Pykka path is measured against.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+from actors.core import (
+    Address,
+    Append,
+    Behavior,
+    CancelTimer,
+    Ctx,
+    Emit,
+    Flush,
+    Inbound,
+    Out,
+    Send,
+    SetTimer,
+    Truncate,
+    WriteFile,
+)
+from protocols.codec import FrameError, decode_frame, encode_frame
+
+__all__ = ["ActorRuntime", "Delivery", "HandlerError", "OutboundFrame", "WindowResult"]
+
+
+class Delivery(NamedTuple):
+    """An envelope the network delivers: at `ts_ms`, in global order `seq`."""
+
+    ts_ms: int
+    seq: int
+    src: Address
+    frame: bytes
+
+
+class OutboundFrame(NamedTuple):
+    ts_ms: int
+    dst: Address
+    frame: bytes
+
+
+class Log(Protocol):
+    def emit(self, event: str, fields: dict[str, Any]) -> None: ...
+
+    def take(self) -> list[Any]: ...
+
+
+@dataclass(slots=True)
+class WindowResult:
+    """What one actor did in one window, in the order it did it."""
+
+    sends: list[OutboundFrame] = field(default_factory=list)
+    lines: list[Any] = field(default_factory=list)
+    disk: list[Append | Truncate | WriteFile | Flush] = field(default_factory=list)
+    next_timer_ms: int | None = None
+    delivered: int = 0
+    timers: int = 0
+    rejected: int = 0
+
+
+class HandlerError(Exception):
+    """A handler raised: the run fails with the actor, the event and the partial window."""
+
+    def __init__(self, address: Address, ts_ms: int, what: str, detail: str, partial: WindowResult):
+        super().__init__(f"{address} failed at {ts_ms} ms while handling {what}: {detail}")
+        self.address = address
+        self.ts_ms = ts_ms
+        self.what = what
+        self.detail = detail
+        self.partial = partial
+
+
+class ActorRuntime:
+    """One behaviour, its timers and its clock. Not thread-safe: one caller at a time."""
+
+    def __init__(
+        self,
+        address: Address,
+        behavior: Behavior,
+        *,
+        rng: random.Random,
+        log_factory: Callable[[Callable[[], int]], Log],
+        start_ms: int,
+        disk: dict[str, Any],
+    ) -> None:
+        self.address = address
+        self.behavior = behavior
+        self.now_ms = start_ms
+        self._ctx = Ctx(address, start_ms, rng, disk)
+        self._log = log_factory(lambda: self.now_ms)
+        self._start_pending = True
+        self._timers: list[tuple[int, int, str]] = []  # heap of (due_ms, seq, key)
+        self._live_timers: dict[str, int] = {}  # key -> seq of its live entry
+        self._timer_seq = 0
+        self._result = WindowResult()
+
+    @property
+    def next_timer_ms(self) -> int | None:
+        """When this actor next has something of its own to do (its start, or a timer)."""
+        if self._start_pending:
+            return self.now_ms
+        self._drop_dead_timers()
+        return self._timers[0][0] if self._timers else None
+
+    def run_window(self, start_ms: int, end_ms: int, deliveries: list[Delivery]) -> WindowResult:
+        """Process every event before `end_ms`: the deliveries given and this actor's timers.
+
+        `start_ms` is the window's start; an event already overdue (a paused node) is handled
+        then, not in the past.
+        """
+        self._result = WindowResult()
+        self.now_ms = max(self.now_ms, start_ms)
+        if self._start_pending:
+            self._start_pending = False
+            self._handle("start", self.behavior.on_start)
+        i = 0
+        while True:
+            self._drop_dead_timers()
+            timer_due = self._timers[0][0] if self._timers else end_ms
+            delivery_due = deliveries[i].ts_ms if i < len(deliveries) else end_ms
+            if timer_due >= end_ms and delivery_due >= end_ms:
+                break
+            if timer_due <= delivery_due:  # at equal times, timers first
+                due, _, key = heapq.heappop(self._timers)
+                del self._live_timers[key]
+                self.now_ms = max(self.now_ms, due)
+                self._result.timers += 1
+                self._handle(f"timer {key!r}", self.behavior.on_timer, key)
+            else:
+                delivery = deliveries[i]
+                i += 1
+                self.now_ms = max(self.now_ms, delivery.ts_ms)
+                self._deliver(delivery)
+        result = self._result
+        result.next_timer_ms = self.next_timer_ms
+        result.lines = self._log.take()
+        return result
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.behavior.snapshot()
+
+    def _deliver(self, delivery: Delivery) -> None:
+        self._result.delivered += 1
+        try:
+            frame = decode_frame(delivery.frame)
+        except FrameError as exc:
+            # A bad frame is the sender's or the wire's fault; the actor never sees it.
+            self._result.rejected += 1
+            self._emit(
+                Emit(
+                    "frame_rejected",
+                    {"src": str(delivery.src), "bytes": len(delivery.frame), "reason": str(exc)},
+                )
+            )
+            return
+        inbound = Inbound(delivery.src, frame.message, frame.correlation_id, frame.version)
+        self._handle(type(frame.message).__name__, self.behavior.on_message, inbound)
+
+    def _handle(self, what: str, handler: Callable[..., Out], *args: Any) -> None:
+        self._ctx.now_ms = self.now_ms
+        try:
+            out = handler(self._ctx, *args)
+            self._apply(out)
+        except Exception as exc:
+            self._result.lines = self._log.take()
+            detail = "".join(traceback.format_exception_only(exc)).strip()
+            raise HandlerError(self.address, self.now_ms, what, detail, self._result) from exc
+
+    def _apply(self, out: Out) -> None:
+        for command in out:
+            match command:
+                case Send(dst, message, correlation_id, version):
+                    frame = encode_frame(message, correlation_id, version)
+                    self._result.sends.append(OutboundFrame(self.now_ms, dst, frame))
+                case SetTimer(key, after_ms):
+                    self._set_timer(key, after_ms)
+                case CancelTimer(key):
+                    self._live_timers.pop(key, None)
+                case Emit():
+                    self._emit(command)
+                case Append() | Truncate() | WriteFile() | Flush():
+                    self._result.disk.append(command)
+                case _:
+                    msg = f"unknown command {command!r}"
+                    raise TypeError(msg)
+
+    def _emit(self, command: Emit) -> None:
+        self._log.emit(command.event, command.fields)
+
+    def _set_timer(self, key: str, after_ms: int) -> None:
+        if after_ms < 0:
+            msg = f"timer {key!r} set {after_ms} ms in the past"
+            raise ValueError(msg)
+        self._timer_seq += 1
+        self._live_timers[key] = self._timer_seq
+        heapq.heappush(self._timers, (self.now_ms + after_ms, self._timer_seq, key))
+
+    def _drop_dead_timers(self) -> None:
+        timers = self._timers
+        while timers and self._live_timers.get(timers[0][2]) != timers[0][1]:
+            heapq.heappop(timers)

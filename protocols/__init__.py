@@ -1,0 +1,17 @@
+"""Message schemas, the msgpack codec and Kafka's error codes."""
+
+from protocols import workload  # noqa: F401 - registers its messages
+from protocols.codec import Frame, FrameError, decode_frame, encode_frame
+from protocols.errors import ErrorCode
+from protocols.registry import Kind, message_type, registered
+
+__all__ = [
+    "ErrorCode",
+    "Frame",
+    "FrameError",
+    "Kind",
+    "decode_frame",
+    "encode_frame",
+    "message_type",
+    "registered",
+]

@@ -1,0 +1,349 @@
+"""The one registry of message schemas.
+
+Every message is a frozen, slotted dataclass registered with `@message`: its key, the versions it
+supports, its kind (request, response or one-way) and, for a request, its response type. Each
+field may say from which version it exists (`since`) and until which (`until`), as Kafka's JSON
+schemas do with `"versions": "1+"`; a field that a version lacks takes its default when decoded.
+Nested structures are dataclasses registered with `@struct`.
+
+The registry compiles, once per class, an encoder and a validating decoder from the type hints.
+Decoding never trusts the bytes: a body that is not a map of the declared fields with the declared
+types raises `FrameError`, which the host turns into a rejected frame (DESIGN.md section 3).
+
+Supported field types: `int`, `bool`, `str`, `bytes`, an `IntEnum`, a `@struct` dataclass,
+`tuple[X, ...]` of any of these, and `X | None`. Floats are not allowed: times are integer ms.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable
+from enum import IntEnum
+from typing import Any
+
+__all__ = [
+    "FrameError",
+    "Kind",
+    "MessageType",
+    "field",
+    "lookup",
+    "message",
+    "message_type",
+    "registered",
+    "struct",
+]
+
+
+class FrameError(ValueError):
+    """A frame or body that does not decode to a registered message of the right shape."""
+
+
+class Kind(IntEnum):
+    """What a frame carries; part of the frame header."""
+
+    REQUEST = 0
+    RESPONSE = 1
+    ONE_WAY = 2
+
+
+Encoder = Callable[[Any], Any]
+Decoder = Callable[[Any], Any]
+
+
+def field(*, default: Any = dataclasses.MISSING, since: int = 0, until: int | None = None) -> Any:
+    """Declare a field that exists only in versions `since..until` (inclusive)."""
+    if isinstance(default, list | dict | set):
+        msg = "mutable defaults are not allowed in messages; use a tuple"
+        raise TypeError(msg)
+    return dataclasses.field(default=default, metadata={"since": since, "until": until})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FieldSpec:
+    name: str
+    since: int
+    until: int | None
+    has_default: bool
+    default: Any
+    encode: Encoder | None  # None: the value goes on the wire as it is
+    decode: Decoder
+    exact_type: type | None  # set for int, bool, str, bytes: checked inline, not by `decode`
+    setter: Callable[[Any, Any], None]  # the slot's descriptor: builds frozen objects quickly
+
+    def in_version(self, version: int) -> bool:
+        return self.since <= version and (self.until is None or version <= self.until)
+
+
+class _Schema:
+    """Encoder and validating decoder of one dataclass, with per-version field lists cached."""
+
+    __slots__ = ("_by_version", "cls", "fields")
+
+    def __init__(self, cls: type, fields: tuple[FieldSpec, ...]) -> None:
+        self.cls = cls
+        self.fields = fields
+        self._by_version: dict[int, tuple[tuple[FieldSpec, ...], tuple[FieldSpec, ...]]] = {}
+
+    def _split(self, version: int) -> tuple[tuple[FieldSpec, ...], tuple[FieldSpec, ...]]:
+        """(fields present in `version`, fields absent from it), computed once per version."""
+        split = self._by_version.get(version)
+        if split is None:
+            present = tuple(s for s in self.fields if s.in_version(version))
+            absent = tuple(s for s in self.fields if not s.in_version(version))
+            split = self._by_version[version] = (present, absent)
+        return split
+
+    def encode(self, obj: Any, version: int) -> dict[str, Any]:
+        body: dict[str, Any] = {}
+        for spec in self._split(version)[0]:
+            value = getattr(obj, spec.name)
+            body[spec.name] = value if spec.encode is None else spec.encode(value)
+        return body
+
+    def decode(self, body: Any, version: int, path: str) -> Any:
+        if type(body) is not dict:
+            msg = f"{path}: expected a map, got {type(body).__name__}"
+            raise FrameError(msg)
+        present, absent = self._split(version)
+        # The dataclass is frozen; its slots are filled through their descriptors, which is
+        # what its own __init__ does, minus the per-field object.__setattr__ calls.
+        obj = object.__new__(self.cls)
+        seen = 0
+        for spec in present:
+            name = spec.name
+            if name in body:
+                value = body[name]
+                if spec.exact_type is not None:
+                    if type(value) is not spec.exact_type:
+                        got = type(value).__name__
+                        msg = f"{path}.{name}: expected {spec.exact_type.__name__}, got {got}"
+                        raise FrameError(msg)
+                else:
+                    try:
+                        value = spec.decode(value)
+                    except FrameError as exc:
+                        raise FrameError(f"{path}.{name}{exc}") from None
+                spec.setter(obj, value)
+                seen += 1
+            elif spec.has_default:
+                spec.setter(obj, spec.default)
+            else:
+                msg = f"{path}.{name}: missing"
+                raise FrameError(msg)
+        if seen != len(body):
+            known = {s.name for s in present}
+            extra = sorted(str(k) for k in body if k not in known)
+            msg = f"{path}: unknown field {extra[0]!r} in version {version}"
+            raise FrameError(msg)
+        for spec in absent:
+            spec.setter(obj, spec.default)
+        return obj
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MessageType:
+    """A registered message: its key, versions, kind and schema."""
+
+    key: int
+    kind: Kind
+    name: str
+    cls: type
+    min_version: int
+    max_version: int
+    response: type | None
+    schema: _Schema
+
+    def encode_body(self, obj: Any, version: int) -> dict[str, Any]:
+        return self.schema.encode(obj, version)
+
+    def decode_body(self, body: Any, version: int) -> Any:
+        if not self.min_version <= version <= self.max_version:
+            msg = f"{self.name}: unsupported version {version}"
+            raise FrameError(msg)
+        return self.schema.decode(body, version, self.name)
+
+
+_BY_HEADER: dict[tuple[int, int], MessageType] = {}
+_BY_CLASS: dict[type, MessageType] = {}
+_STRUCTS: dict[type, _Schema] = {}
+
+
+def _fail(detail: str) -> FrameError:
+    """An error relative to the value being decoded; callers prefix where it was."""
+    return FrameError(detail)
+
+
+def _expect(kind: type, name: str) -> Decoder:
+    def decode(value: Any) -> Any:
+        if type(value) is not kind:
+            raise _fail(f": expected {name}, got {type(value).__name__}")
+        return value
+
+    return decode
+
+
+def _compile_type(tp: Any) -> tuple[Encoder | None, Decoder]:  # noqa: PLR0911 - one arm per type
+    """Build the (encoder, decoder) pair for one annotated type."""
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) != 1:
+            msg = f"only `X | None` unions are supported, not {tp}"
+            raise TypeError(msg)
+        enc, dec = _compile_type(args[0])
+
+        def decode_optional(value: Any) -> Any:
+            return None if value is None else dec(value)
+
+        encode_optional = None if enc is None else (lambda v: None if v is None else enc(v))
+        return encode_optional, decode_optional
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if len(args) != 2 or args[1] is not Ellipsis:  # noqa: PLR2004 - tuple[X, ...]
+            msg = f"only homogeneous tuple[X, ...] is supported, not {tp}"
+            raise TypeError(msg)
+        enc, dec = _compile_type(args[0])
+
+        def decode_list(value: Any) -> tuple[Any, ...]:
+            if type(value) is not list:
+                raise _fail(f": expected an array, got {type(value).__name__}")
+            items = []
+            for i, item in enumerate(value):
+                try:
+                    items.append(dec(item))
+                except FrameError as exc:
+                    raise _fail(f"[{i}]{exc}") from None
+            return tuple(items)
+
+        encode_list = list if enc is None else (lambda v: [enc(item) for item in v])
+        return encode_list, decode_list
+    if isinstance(tp, type) and issubclass(tp, IntEnum):
+        enum_cls = tp
+
+        def decode_enum(value: Any) -> Any:
+            if type(value) is not int:
+                raise _fail(f": expected int, got {type(value).__name__}")
+            try:
+                return enum_cls(value)
+            except ValueError:
+                raise _fail(f": {value} is not a valid {enum_cls.__name__}") from None
+
+        return int, decode_enum
+    if tp in _STRUCTS:
+        schema = _STRUCTS[tp]
+        return (lambda v: schema.encode(v, 0)), (lambda v: schema.decode(v, 0, ""))
+    simple = {int: "int", bool: "bool", str: "str", bytes: "bytes"}
+    if tp in simple:
+        return None, _expect(tp, simple[tp])
+    msg = f"unsupported message field type {tp!r}"
+    raise TypeError(msg)
+
+
+def _compile_schema(cls: type) -> _Schema:
+    if not dataclasses.is_dataclass(cls):
+        msg = f"{cls.__name__} must be a dataclass"
+        raise TypeError(msg)
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    if not params.frozen:
+        msg = f"{cls.__name__} must be frozen"
+        raise TypeError(msg)
+    if "__slots__" not in cls.__dict__ or "__dict__" in cls.__dict__:
+        msg = f"{cls.__name__} must be a slotted dataclass (slots=True)"
+        raise TypeError(msg)
+    hints = typing.get_type_hints(cls)
+    specs = []
+    for f in dataclasses.fields(cls):
+        has_default = f.default is not dataclasses.MISSING
+        encode, decode = _compile_type(hints[f.name])
+        specs.append(
+            FieldSpec(
+                name=f.name,
+                since=f.metadata.get("since", 0),
+                until=f.metadata.get("until"),
+                has_default=has_default,
+                default=f.default if has_default else None,
+                encode=encode,
+                decode=decode,
+                exact_type=hints[f.name] if hints[f.name] in (int, bool, str, bytes) else None,
+                setter=cls.__dict__[f.name].__set__,
+            )
+        )
+    return _Schema(cls=cls, fields=tuple(specs))
+
+
+def struct(cls: type) -> type:
+    """Register a nested structure (a dataclass used as a field type; not versioned itself)."""
+    _STRUCTS[cls] = _compile_schema(cls)
+    return cls
+
+
+def message(
+    key: int,
+    *,
+    kind: Kind,
+    versions: tuple[int, int] = (0, 0),
+    response: type | None = None,
+) -> Callable[[type], type]:
+    """Register a message class under `(kind, key)`.
+
+    Refuses, when the class is defined: a second class for the same header, a request without a
+    response type, a response that is not registered as the response of the same key, and a field
+    that some supported version lacks but that has no default.
+    """
+
+    def register(cls: type) -> type:
+        header = (int(kind), key)
+        if header in _BY_HEADER:
+            other = _BY_HEADER[header].name
+            msg = f"{cls.__name__}: key {key} ({kind.name}) is already taken by {other}"
+            raise TypeError(msg)
+        if kind is Kind.REQUEST:
+            if response is None:
+                msg = f"{cls.__name__}: a request must name its response type"
+                raise TypeError(msg)
+            paired = _BY_CLASS.get(response)
+            if paired is None or paired.kind is not Kind.RESPONSE or paired.key != key:
+                msg = f"{cls.__name__}: {response.__name__} is not the response registered for {key}"
+                raise TypeError(msg)
+        schema = _compile_schema(cls)
+        low, high = versions
+        for spec in schema.fields:
+            if (spec.since > low or spec.until is not None) and not spec.has_default:
+                msg = f"{cls.__name__}.{spec.name}: a versioned field needs a default"
+                raise TypeError(msg)
+        mtype = MessageType(
+            key=key,
+            kind=kind,
+            name=cls.__name__,
+            cls=cls,
+            min_version=low,
+            max_version=high,
+            response=response,
+            schema=schema,
+        )
+        _BY_HEADER[header] = mtype
+        _BY_CLASS[cls] = mtype
+        return cls
+
+    return register
+
+
+def message_type(cls: type) -> MessageType:
+    """The registration of a message class."""
+    try:
+        return _BY_CLASS[cls]
+    except KeyError:
+        msg = f"{cls.__name__} is not a registered message"
+        raise TypeError(msg) from None
+
+
+def lookup(kind: int, key: int) -> MessageType | None:
+    """The message registered under a frame header, or None."""
+    return _BY_HEADER.get((kind, key))
+
+
+def registered() -> list[MessageType]:
+    """Every registered message, ordered by key then kind."""
+    return sorted(_BY_HEADER.values(), key=lambda m: (m.key, m.kind))

@@ -1,0 +1,467 @@
+"""The simulation kernel: virtual time, the order of events, nodes and their lifecycle.
+
+Time is integer milliseconds. The kernel advances it in *lookahead windows*: a window starts at
+the next event and is at most the network's minimum latency long, so nothing sent inside it can
+arrive inside it. Every actor with something to do in the window gets all of it in one hand-off
+(`actors.runtime`); the kernel submits to all busy actors, then collects from them in address
+order, and merges what they did (log lines, sends, disk writes) by `(time, address, sequence)`.
+That order, and the network's seeded draws made in it, are all that decide the next window: the
+same scenario and seed give a byte-identical event log, whatever the threads did.
+
+Kernel events (faults, crashes, restarts, API actions) run between windows, before any actor
+event at the same millisecond; a window never spans one.
+
+A node is what crashes together. A crash stops the node's Pykka actors, keeps what the crash
+kind keeps of its disk, and breaks its connections; a restart builds new actors from the disk
+alone. A paused node (a stop-the-world GC pause) handles nothing until it resumes: messages to
+it wait in its socket buffers and its overdue timers fire on resume.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from actors.core import Address, Behavior
+from actors.host import Batch, DirectHost, Host, PykkaHost, SingleCpu
+from actors.runtime import ActorRuntime, Delivery, HandlerError, WindowResult
+from sim.disk import CrashKind, Disk
+from sim.eventlog import EventLog
+from sim.network import LinkFault, Network, NetworkConfig
+from sim.trace import ActorLog, LogLine, TraceContext
+
+__all__ = [
+    "ActorSpec",
+    "HostKind",
+    "Kernel",
+    "NodeSpec",
+    "SimulationFailed",
+    "StopReason",
+    "derive_seed",
+]
+
+KERNEL = Address("sim", "kernel")
+
+
+class HostKind(StrEnum):
+    PYKKA = "pykka"
+    DIRECT = "direct"
+
+
+class StopReason(StrEnum):
+    UNTIL = "until"
+    CONDITION = "condition"
+    EVENT_LIMIT = "event_limit"
+
+
+@dataclass(frozen=True, slots=True)
+class ActorSpec:
+    name: str
+    factory: Callable[[], Behavior]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    name: str
+    actors: tuple[ActorSpec, ...]
+
+
+@dataclass(slots=True)
+class _Node:
+    spec: NodeSpec
+    up: bool = True
+    incarnation: int = 0
+    paused_until: int = 0
+    disk: Disk = field(default_factory=Disk)
+
+
+class SimulationFailed(Exception):
+    """An actor's handler raised, or an invariant broke: the run stops, naming seed and event."""
+
+    def __init__(self, seed: int, ts_ms: int, where: str, what: str, detail: str) -> None:
+        super().__init__(
+            f"simulation failed (seed {seed}) at {ts_ms} ms in {where} handling {what}: {detail}"
+        )
+        self.seed = seed
+        self.ts_ms = ts_ms
+        self.where = where
+        self.what = what
+        self.detail = detail
+
+
+def derive_seed(seed: int, *parts: object) -> int:
+    """A seed for one stream, derived from the run's seed (never the global random)."""
+    text = "/".join([str(seed), *map(str, parts)])
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+Observer = Callable[[dict[str, Any]], None]
+
+
+class Kernel:
+    """Owns virtual time and the order of events; hosts every actor."""
+
+    def __init__(
+        self,
+        *,
+        seed: int,
+        run_id: str,
+        network: NetworkConfig,
+        host: HostKind = HostKind.PYKKA,
+        event_log: EventLog | None = None,
+    ) -> None:
+        self.seed = seed
+        self.trace = TraceContext(run_id, seed)
+        self.now_ms = 0
+        self.network = Network(network, random.Random(derive_seed(seed, "network")))
+        self.event_log = event_log if event_log is not None else EventLog()
+        self._host_kind = host
+        self._cpu = SingleCpu() if host is HostKind.PYKKA else None
+        self._nodes: dict[str, _Node] = {}
+        self._hosts: dict[Address, Host] = {}
+        self._pending: list[tuple[int, int, Address, Address, bytes, int]] = []
+        self._timers: list[tuple[int, Address]] = []  # lazy heap; _next_timer says what is live
+        self._next_timer: dict[Address, int] = {}
+        self._kernel_events: list[tuple[int, int, str, Callable[[], None]]] = []
+        self._seq = 0
+        self._log_ts = 0
+        self._log = ActorLog(self.trace, KERNEL.node, KERNEL.actor, lambda: self._log_ts)
+        self._observers: list[Observer] = []
+        self.delivered = 0
+        self.handled = 0
+        self.rejected_frames = 0
+        self.dropped = 0
+        self.windows = 0
+
+    # ----------------------------------------------------------------- nodes and actors
+
+    def add_node(self, spec: NodeSpec) -> None:
+        """Add a node and start its actors now."""
+        if spec.name in self._nodes:
+            msg = f"node {spec.name!r} already exists"
+            raise ValueError(msg)
+        self._nodes[spec.name] = _Node(spec)
+        self._start_actors(self._nodes[spec.name])
+
+    @property
+    def nodes(self) -> list[str]:
+        return sorted(self._nodes)
+
+    def addresses(self) -> list[Address]:
+        """Every live actor, in the kernel's fixed order."""
+        return sorted(self._hosts)
+
+    def is_up(self, node: str) -> bool:
+        return self._node(node).up
+
+    def disk(self, node: str) -> Disk:
+        return self._node(node).disk
+
+    def snapshot(self, address: Address) -> dict[str, Any]:
+        """The actor's state as plain data (between windows only)."""
+        return self._hosts[address].snapshot()
+
+    def observe(self, observer: Observer) -> None:
+        """Call `observer` with every event, in log order, as it is written."""
+        self._observers.append(observer)
+
+    # ----------------------------------------------------------------- faults and actions
+
+    def schedule(self, at_ms: int, description: str, action: Callable[[], None]) -> None:
+        """Run `action` at `at_ms`, before any actor event of that millisecond."""
+        if at_ms < self.now_ms:
+            msg = f"cannot schedule {description} at {at_ms} ms: it is already {self.now_ms} ms"
+            raise ValueError(msg)
+        self._seq += 1
+        heapq.heappush(self._kernel_events, (at_ms, self._seq, description, action))
+
+    def crash(self, node: str, kind: CrashKind = CrashKind.PROCESS) -> None:
+        state = self._node(node)
+        if not state.up:
+            return
+        for spec in state.spec.actors:
+            address = Address(node, spec.name)
+            self._hosts.pop(address).stop()
+            self._next_timer.pop(address, None)
+        state.up = False
+        state.paused_until = 0
+        state.disk.crash(kind)
+        self.network.reset_node(node, self.nodes)
+        self._kernel_emit(self.now_ms, "node_crashed", target=node, kind=str(kind))
+
+    def restart(self, node: str) -> None:
+        state = self._node(node)
+        if state.up:
+            return
+        state.up = True
+        state.incarnation += 1
+        self.network.reset_node(node, self.nodes)
+        self._start_actors(state)
+
+    def pause(self, node: str, duration_ms: int) -> None:
+        state = self._node(node)
+        if not state.up:
+            return
+        state.paused_until = max(state.paused_until, self.now_ms + duration_ms)
+        self._kernel_emit(self.now_ms, "node_paused", target=node, until_ms=state.paused_until)
+
+    def partition(self, side_a: list[str], side_b: list[str], *, one_way: bool = False) -> None:
+        for name in [*side_a, *side_b]:
+            self._node(name)
+        self.network.partition(side_a, side_b, one_way=one_way)
+        self._kernel_emit(
+            self.now_ms,
+            "network_partitioned",
+            side_a=sorted(side_a),
+            side_b=sorted(side_b),
+            one_way=one_way,
+        )
+
+    def heal(self) -> None:
+        self.network.heal()
+        self._kernel_emit(self.now_ms, "network_healed")
+
+    def add_link_fault(self, fault: LinkFault) -> None:
+        self.network.add_fault(fault)
+        self._kernel_emit(
+            self.now_ms,
+            "link_fault_added",
+            kind=str(fault.kind),
+            src=sorted(fault.src),
+            dst=sorted(fault.dst),
+            probability=fault.probability,
+            delay_ms=fault.delay_ms,
+            end_ms=fault.end_ms,
+        )
+
+    # ----------------------------------------------------------------- running
+
+    def run(
+        self,
+        until_ms: int,
+        *,
+        condition: Callable[[], bool] | None = None,
+        max_events: int | None = None,
+    ) -> StopReason:
+        """Process every event before `until_ms`, or stop early when `condition()` holds
+        (checked after each window) or when `max_events` handler calls have run."""
+        while True:
+            if condition is not None and condition():
+                return StopReason.CONDITION
+            if max_events is not None and self.handled >= max_events:
+                return StopReason.EVENT_LIMIT
+            start = self._next_event_ms()
+            if start is None or start >= until_ms:
+                self.now_ms = max(self.now_ms, until_ms)
+                self._write(self._log.take())
+                return StopReason.UNTIL
+            self.now_ms = start
+            if self._kernel_events and self._kernel_events[0][0] == start:
+                self._run_kernel_events(start)
+                continue
+            end = min(start + self.network.lookahead_ms, until_ms)
+            if self._kernel_events:
+                end = min(end, self._kernel_events[0][0])
+            self._run_window(start, end)
+            self.now_ms = end
+
+    def shutdown(self) -> None:
+        """Stop every actor (their Pykka threads end) and flush the log."""
+        for host in self._hosts.values():
+            host.stop()
+        self._hosts.clear()
+        if self._cpu is not None:
+            self._cpu.release()
+        self._write(self._log.take())
+        self.event_log.flush()
+
+    # ----------------------------------------------------------------- internals
+
+    def _node(self, name: str) -> _Node:
+        try:
+            return self._nodes[name]
+        except KeyError:
+            msg = f"no node named {name!r}"
+            raise KeyError(msg) from None
+
+    def _start_actors(self, state: _Node) -> None:
+        files = state.disk.view()
+        for spec in state.spec.actors:
+            address = Address(state.spec.name, spec.name)
+            runtime = ActorRuntime(
+                address,
+                spec.factory(),
+                rng=random.Random(derive_seed(self.seed, address, state.incarnation)),
+                log_factory=lambda clock, a=address: ActorLog(self.trace, a.node, a.actor, clock),
+                start_ms=self.now_ms,
+                disk=files,
+            )
+            host_cls = PykkaHost if self._host_kind is HostKind.PYKKA else DirectHost
+            self._hosts[address] = host_cls(runtime)
+            self._set_next_timer(address, self.now_ms)
+        self._kernel_emit(
+            self.now_ms, "node_started", target=state.spec.name, incarnation=state.incarnation
+        )
+
+    def _set_next_timer(self, address: Address, due_ms: int | None) -> None:
+        if due_ms is None:
+            self._next_timer.pop(address, None)
+            return
+        self._next_timer[address] = due_ms
+        heapq.heappush(self._timers, (due_ms, address))
+
+    def _next_event_ms(self) -> int | None:
+        timers = self._timers
+        while timers and self._next_timer.get(timers[0][1]) != timers[0][0]:
+            heapq.heappop(timers)
+        candidates = [
+            q[0][0] for q in (self._pending, timers, self._kernel_events) if q
+        ]
+        return min(candidates) if candidates else None
+
+    def _run_kernel_events(self, at_ms: int) -> None:
+        while self._kernel_events and self._kernel_events[0][0] == at_ms:
+            _, _, _, action = heapq.heappop(self._kernel_events)
+            action()
+        self._write(self._log.take())
+
+    def _kernel_emit(self, ts_ms: int, event: str, **fields: Any) -> None:
+        self._log_ts = ts_ms
+        self._log.emit(event, fields)
+
+    def _take_deliveries(self, end_ms: int) -> dict[Address, list[Delivery]]:
+        by_actor: dict[Address, list[Delivery]] = {}
+        pending = self._pending
+        while pending and pending[0][0] < end_ms:
+            entry = heapq.heappop(pending)
+            ts, seq, src, dst, frame, connection = entry
+            node = self._nodes.get(dst.node)
+            reason = None
+            if node is None or not node.up or dst not in self._hosts:
+                reason = "node_down"
+            elif connection != self.network.connection(src.node, dst.node):
+                reason = "connection_reset"
+            elif node.paused_until > ts:
+                heapq.heappush(pending, (node.paused_until, *entry[1:]))
+                continue
+            if reason is None:
+                by_actor.setdefault(dst, []).append(Delivery(ts, seq, src, frame))
+            else:
+                self.dropped += 1
+                self._kernel_emit(
+                    ts, "message_dropped", src=str(src), dst=str(dst), bytes=len(frame), reason=reason
+                )
+        return by_actor
+
+    def _busy_actors(self, by_actor: dict[Address, list[Delivery]], end_ms: int) -> list[Address]:
+        busy = set(by_actor)
+        timers = self._timers
+        while timers and timers[0][0] < end_ms:
+            due, address = heapq.heappop(timers)
+            if self._next_timer.get(address) != due:
+                continue
+            paused_until = self._nodes[address.node].paused_until
+            if paused_until > due:
+                self._set_next_timer(address, paused_until)
+                if paused_until >= end_ms:
+                    continue
+            busy.add(address)
+        return sorted(busy)
+
+    def _run_window(self, start_ms: int, end_ms: int) -> None:
+        self.windows += 1
+        by_actor = self._take_deliveries(end_ms)
+        busy = self._busy_actors(by_actor, end_ms)
+        batch = Batch(len(busy))
+        for slot, address in enumerate(busy):
+            actor_start = max(start_ms, self._nodes[address.node].paused_until)
+            self._hosts[address].submit(actor_start, end_ms, by_actor.get(address, []), batch, slot)
+        results: list[tuple[Address, WindowResult]] = []
+        failures: list[HandlerError] = []
+        for address, outcome in zip(busy, batch.wait(), strict=True):
+            if isinstance(outcome, WindowResult):
+                results.append((address, outcome))
+            elif isinstance(outcome, HandlerError):
+                failures.append(outcome)
+            else:
+                raise RuntimeError(f"{address}: host failed") from outcome
+        if failures:
+            self._fail(results, failures)
+        kernel_lines = self._log.take()
+        self._route(results)
+        for address, result in results:
+            self.delivered += result.delivered
+            self.handled += result.delivered + result.timers
+            self.rejected_frames += result.rejected
+            disk = self._nodes[address.node].disk
+            for command in result.disk:
+                disk.apply(command)
+            self._set_next_timer(address, result.next_timer_ms)
+        lines = heapq.merge(
+            heapq.merge(kernel_lines, self._log.take(), key=_line_ts),
+            *[result.lines for _, result in results],
+            key=_line_ts,
+        )
+        self._write(lines)
+
+    def _route(self, results: list[tuple[Address, WindowResult]]) -> None:
+        """Hand every send to the network in (time, sender, sequence) order."""
+        sends = heapq.merge(
+            *[[(s.ts_ms, address, s.dst, s.frame) for s in r.sends] for address, r in results],
+            key=_first,
+        )
+        network = self.network
+        pending = self._pending
+        for ts, src, dst, frame in sends:
+            routed = network.transmit(ts, src.node, dst.node, frame)
+            if isinstance(routed, str):
+                self.dropped += 1
+                self._kernel_emit(
+                    ts, "message_dropped", src=str(src), dst=str(dst), bytes=len(frame), reason=routed
+                )
+                continue
+            for envelope in routed:
+                self._seq += 1
+                heapq.heappush(
+                    pending,
+                    (envelope.deliver_ms, self._seq, src, dst, envelope.frame, envelope.connection),
+                )
+
+    def _fail(self, results: list[tuple[Address, WindowResult]], failures: list[HandlerError]) -> None:
+        """Write what happened up to the first failure, then the failure; raise."""
+        first = min(failures, key=lambda f: (f.ts_ms, f.address))
+        before = [line for _, r in results for line in r.lines if line.ts_ms <= first.ts_ms]
+        before += first.partial.lines
+        before += [line for line in self._log.take() if line.ts_ms <= first.ts_ms]
+        before.sort(key=_line_ts)
+        self._kernel_emit(
+            first.ts_ms,
+            "simulation_failed",
+            target=str(first.address),
+            handling=first.what,
+            error=first.detail,
+        )
+        self._write([*before, *self._log.take()])
+        self.event_log.flush()
+        raise SimulationFailed(self.seed, first.ts_ms, str(first.address), first.what, first.detail)
+
+    def _write(self, lines: Any) -> None:
+        log = self.event_log
+        observers = self._observers
+        for line in lines:
+            log.write(line.line)
+            for observer in observers:
+                observer(line.event)
+
+
+def _line_ts(line: LogLine) -> int:
+    return line.ts_ms
+
+
+def _first(item: tuple[Any, ...]) -> Any:
+    return item[0]

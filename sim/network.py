@@ -1,0 +1,168 @@
+"""The network: envelopes between nodes, with latency and faults.
+
+Each directed pair of nodes is one connection. By default it keeps TCP's order (Kafka relies on
+per-connection ordering): an envelope is never delivered before one sent earlier on the same
+connection. Latency is drawn from the network's own seeded stream, between `latency.min.ms` and
+`latency.max.ms`; the minimum is also the kernel's lookahead.
+
+Faults act on envelopes and connections, as data (`LinkFault`):
+- `drop`, `duplicate`, `reorder` and `corrupt` act on each envelope with a probability;
+- `delay` adds latency to every envelope;
+- a partition (symmetric or one-way) breaks the connection: envelopes in flight on it are lost,
+  and so is everything sent while it lasts. Clients find out through their own request timeouts,
+  as real clients do. A crash or restart breaks every connection of the node the same way.
+
+What the network does not model: bandwidth, and connection set-up time.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import NamedTuple
+
+__all__ = ["Envelope", "FaultKind", "LinkFault", "Network", "NetworkConfig"]
+
+
+class FaultKind(StrEnum):
+    DROP = "drop"
+    DELAY = "delay"
+    DUPLICATE = "duplicate"
+    REORDER = "reorder"
+    CORRUPT = "corrupt"
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkConfig:
+    latency_min_ms: int = 1
+    latency_max_ms: int = 5
+
+    def __post_init__(self) -> None:
+        if self.latency_min_ms < 1:
+            msg = "latency.min.ms must be at least 1: it is the kernel's lookahead"
+            raise ValueError(msg)
+        if self.latency_max_ms < self.latency_min_ms:
+            msg = "latency.max.ms must not be below latency.min.ms"
+            raise ValueError(msg)
+
+
+@dataclass(frozen=True, slots=True)
+class LinkFault:
+    """A fault on the envelopes from `src` nodes to `dst` nodes (empty means any node)."""
+
+    kind: FaultKind
+    start_ms: int
+    end_ms: int | None = None
+    src: frozenset[str] = frozenset()
+    dst: frozenset[str] = frozenset()
+    probability: float = 1.0
+    delay_ms: int = 0
+    """Extra latency: added to every envelope (`delay`), or the most a reordered one may lag."""
+
+    def applies(self, now_ms: int, src: str, dst: str) -> bool:
+        return (
+            self.start_ms <= now_ms
+            and (self.end_ms is None or now_ms < self.end_ms)
+            and (not self.src or src in self.src)
+            and (not self.dst or dst in self.dst)
+        )
+
+
+class Envelope(NamedTuple):
+    """What the network will deliver: the frame, when, and on which connection incarnation."""
+
+    deliver_ms: int
+    frame: bytes
+    connection: int
+
+
+class Network:
+    """Connections, latency and link faults. Deterministic given its seed and call order."""
+
+    def __init__(self, config: NetworkConfig, rng: random.Random) -> None:
+        self.config = config
+        self._rng = rng
+        self._latency_min = config.latency_min_ms
+        self._latency_span = config.latency_max_ms - config.latency_min_ms + 1
+        self._faults: list[LinkFault] = []
+        self._blocked: set[tuple[str, str]] = set()
+        self._connection: dict[tuple[str, str], int] = {}
+        self._last_delivery: dict[tuple[str, str], int] = {}
+
+    @property
+    def lookahead_ms(self) -> int:
+        return self.config.latency_min_ms
+
+    def add_fault(self, fault: LinkFault) -> None:
+        self._faults.append(fault)
+
+    def partition(self, side_a: list[str], side_b: list[str], *, one_way: bool = False) -> None:
+        """Block traffic from side A to side B (and back, unless one-way); break the connections."""
+        pairs = [(a, b) for a in side_a for b in side_b if a != b]
+        if not one_way:
+            pairs += [(b, a) for a, b in pairs]
+        for pair in pairs:
+            self._blocked.add(pair)
+            self._break(pair)
+
+    def heal(self) -> None:
+        """Lift every partition. Connections are re-established on the next send."""
+        self._blocked.clear()
+
+    def reset_node(self, node: str, nodes: list[str]) -> None:
+        """Break every connection to and from `node` (it crashed or restarted)."""
+        for other in nodes:
+            self._break((node, other))
+            self._break((other, node))
+
+    def connection(self, src: str, dst: str) -> int:
+        return self._connection.get((src, dst), 0)
+
+    def is_blocked(self, src: str, dst: str) -> bool:
+        return (src, dst) in self._blocked
+
+    def transmit(self, now_ms: int, src: str, dst: str, frame: bytes) -> list[Envelope] | str:
+        """Route one frame: the envelopes to deliver, or the reason it was dropped."""
+        if (src, dst) in self._blocked:
+            return "partitioned"
+        rng = self._rng
+        latency = self._latency_min + int(rng.random() * self._latency_span)
+        reorder_lag = -1
+        copies = 1
+        for fault in self._faults:
+            if not fault.applies(now_ms, src, dst):
+                continue
+            kind = fault.kind
+            if kind is FaultKind.DELAY:
+                latency += fault.delay_ms
+            elif rng.random() >= fault.probability:
+                continue
+            elif kind is FaultKind.DROP:
+                return "dropped"
+            elif kind is FaultKind.DUPLICATE:
+                copies = 2
+            elif kind is FaultKind.REORDER:
+                reorder_lag = int(rng.random() * (fault.delay_ms + 1))
+            elif kind is FaultKind.CORRUPT:
+                frame = self._corrupt(frame)
+        link = (src, dst)
+        due = now_ms + latency
+        if reorder_lag >= 0:
+            # Skips the connection's order: later envelopes may overtake it.
+            due += reorder_lag
+        else:
+            due = max(due, self._last_delivery.get(link, 0))
+            self._last_delivery[link] = due
+        conn = self._connection.get(link, 0)
+        return [Envelope(due + i, frame, conn) for i in range(copies)]
+
+    def _corrupt(self, frame: bytes) -> bytes:
+        damaged = bytearray(frame)
+        position = self._rng.randrange(len(damaged))
+        damaged[position] ^= self._rng.randint(1, 255)
+        return bytes(damaged)
+
+    def _break(self, link: tuple[str, str]) -> None:
+        self._connection[link] = self._connection.get(link, 0) + 1
+        self._last_delivery.pop(link, None)
