@@ -31,7 +31,7 @@ import pykka
 
 from actors.runtime import ActorRuntime, Delivery, WindowResult
 
-__all__ = ["Batch", "DirectHost", "Host", "PykkaHost", "SingleCpu"]
+__all__ = ["Batch", "DirectHost", "Host", "PykkaHost", "SingleCpu", "wait_stopped"]
 
 
 class SingleCpu:
@@ -99,7 +99,16 @@ class Host(Protocol):
 
     def snapshot(self) -> dict[str, Any]: ...
 
-    def stop(self) -> None: ...
+    def stop(self) -> Any:
+        """Begin stopping; returns something to `wait_stopped` on (or None)."""
+        ...
+
+
+def wait_stopped(pending: list[Any]) -> None:
+    """Wait for every stop begun by `Host.stop` (stop them all first: they stop in parallel)."""
+    for future in pending:
+        if future is not None:
+            future.get()
 
 
 class _PykkaActor(pykka.ThreadingActor):
@@ -140,9 +149,8 @@ class PykkaHost:
     def snapshot(self) -> dict[str, Any]:
         return self._ref.ask("snapshot")
 
-    def stop(self) -> None:
-        if self._ref.is_alive():
-            self._ref.stop(block=False)
+    def stop(self) -> Any:
+        return self._ref.stop(block=False) if self._ref.is_alive() else None
 
 
 class DirectHost:
@@ -168,4 +176,4 @@ class DirectHost:
         return self._runtime.snapshot()
 
     def stop(self) -> None:
-        pass
+        return None

@@ -12,7 +12,7 @@ does not.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from actors.core import Address, Ctx, Inbound, Out
@@ -36,9 +36,13 @@ class GossipConfig:
 @dataclass(slots=True)
 class GossipState:
     received: int = 0
+    duplicates: int = 0
     pings_sent: int = 0
     pings_answered: int = 0
     next_token: int = 0
+    hops_seen: dict[int, int] = field(default_factory=dict)
+    """The furthest hop seen of each token, so a copy made by a `duplicate` fault dies here
+    instead of circulating for ever."""
 
 
 class GossipActor:
@@ -66,6 +70,10 @@ class GossipActor:
         out = Out()
         match inbound.message:
             case Gossip(token, hops, origin):
+                if self.state.hops_seen.get(token, -1) >= hops:
+                    self.state.duplicates += 1
+                    return out
+                self.state.hops_seen[token] = hops
                 self.state.received += 1
                 out.send(self._random_peer(ctx), Gossip(token=token, hops=hops + 1, origin=origin))
             case PingRequest(sent_ms):
@@ -94,6 +102,7 @@ class GossipActor:
         s = self.state
         return {
             "received": s.received,
+            "duplicates": s.duplicates,
             "pings_sent": s.pings_sent,
             "pings_answered": s.pings_answered,
         }

@@ -28,7 +28,7 @@ from enum import StrEnum
 from typing import Any
 
 from actors.core import Address, Behavior
-from actors.host import Batch, DirectHost, Host, PykkaHost, SingleCpu
+from actors.host import Batch, DirectHost, Host, PykkaHost, SingleCpu, wait_stopped
 from actors.runtime import ActorRuntime, Delivery, HandlerError, WindowResult
 from sim.disk import CrashKind, Disk
 from sim.eventlog import EventLog
@@ -166,6 +166,10 @@ class Kernel:
         """The actor's state as plain data (between windows only)."""
         return self._hosts[address].snapshot()
 
+    def emit(self, event: str, **fields: Any) -> None:
+        """Log a fact of the simulation itself (node `sim`, actor `kernel`) at the current time."""
+        self._kernel_emit(self.now_ms, event, **fields)
+
     def observe(self, observer: Observer) -> None:
         """Call `observer` with every event, in log order, as it is written."""
         self._observers.append(observer)
@@ -180,14 +184,21 @@ class Kernel:
         self._seq += 1
         heapq.heappush(self._kernel_events, (at_ms, self._seq, description, action))
 
+    def apply_due(self) -> None:
+        """Run the kernel events scheduled for now (an API call's fault takes effect at once)."""
+        if self._kernel_events and self._kernel_events[0][0] <= self.now_ms:
+            self._run_kernel_events(self.now_ms)
+
     def crash(self, node: str, kind: CrashKind = CrashKind.PROCESS) -> None:
         state = self._node(node)
         if not state.up:
             return
+        stopping = []
         for spec in state.spec.actors:
             address = Address(node, spec.name)
-            self._hosts.pop(address).stop()
+            stopping.append(self._hosts.pop(address).stop())
             self._next_timer.pop(address, None)
+        wait_stopped(stopping)
         state.up = False
         state.paused_until = 0
         state.disk.crash(kind)
@@ -209,6 +220,13 @@ class Kernel:
             return
         state.paused_until = max(state.paused_until, self.now_ms + duration_ms)
         self._kernel_emit(self.now_ms, "node_paused", target=node, until_ms=state.paused_until)
+        incarnation, until = state.incarnation, state.paused_until
+
+        def resumed() -> None:
+            if state.up and state.incarnation == incarnation and state.paused_until == until:
+                self._kernel_emit(until, "node_resumed", target=node)
+
+        self.schedule(until, f"resume {node}", resumed)
 
     def partition(self, side_a: list[str], side_b: list[str], *, one_way: bool = False) -> None:
         for name in [*side_a, *side_b]:
@@ -272,8 +290,7 @@ class Kernel:
 
     def shutdown(self) -> None:
         """Stop every actor (their Pykka threads end) and flush the log."""
-        for host in self._hosts.values():
-            host.stop()
+        wait_stopped([host.stop() for host in self._hosts.values()])
         self._hosts.clear()
         if self._cpu is not None:
             self._cpu.release()
@@ -325,7 +342,7 @@ class Kernel:
         return min(candidates) if candidates else None
 
     def _run_kernel_events(self, at_ms: int) -> None:
-        while self._kernel_events and self._kernel_events[0][0] == at_ms:
+        while self._kernel_events and self._kernel_events[0][0] <= at_ms:
             _, _, _, action = heapq.heappop(self._kernel_events)
             action()
         self._write(self._log.take())

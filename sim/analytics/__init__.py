@@ -1,0 +1,1 @@
+"""Analytics on Spark: read run directories with explicit schemas, aggregate across runs."""

@@ -1,0 +1,41 @@
+"""The explicit schema the analytics read event logs with (docs/log-schema.md).
+
+Only documented fields are read. A field name has one type across every event, so one schema
+reads the whole log; lines are read with `mode=FAILFAST`, so a malformed line or a type that does
+not match stops the job instead of becoming a silent null.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    BooleanType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+__all__ = ["EVENT_SCHEMA"]
+
+_LONG = ("ts_ms", "seed", "incarnation", "bytes", "rtt_ms", "total", "until_ms", "pings_answered")
+_STRING = (
+    "run_id",
+    "node",
+    "actor",
+    "event",
+    "target",
+    "kind",
+    "reason",
+    "src",
+    "dst",
+    "peer",
+    "scenario",
+    "kafka_version",
+)
+
+EVENT_SCHEMA = StructType(
+    [StructField(name, LongType()) for name in _LONG[:2]]
+    + [StructField(name, StringType()) for name in _STRING]
+    + [StructField(name, LongType()) for name in _LONG[2:]]
+    + [StructField("one_way", BooleanType())]
+)

@@ -1,0 +1,64 @@
+"""The SparkSession: embedded `local[*]` by default, any cluster through `master`.
+
+Quiet by default (SPARK-NOTES.md): Spark's own log goes to ERROR through a log4j2 file written
+beside the run, the console progress bar is off, and the driver binds to loopback. Workers run
+this interpreter (`PYSPARK_PYTHON`), so they can import the project.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["spark_session"]
+
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.pygw.name = org.apache.spark.api.python.PythonGatewayServer
+logger.pygw.level = error
+"""
+
+
+def _log4j_file() -> Path:
+    path = Path(tempfile.gettempdir()) / "kafkasim-log4j2.properties"
+    if not path.exists() or path.read_text() != _LOG4J2:
+        path.write_text(_LOG4J2)
+    return path
+
+
+def spark_session(master: str = "local[*]", *, testing: bool = False) -> Any:
+    """A SparkSession for the analytics (one per process; `getOrCreate` reuses it)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession  # noqa: PLC0415 - the JVM is only paid for when used
+
+    java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+    if testing:
+        java_opts += " -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("kafkasim")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2" if master.startswith("local") else "200")
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.sql.execution.pythonUDF.arrow.enabled", "false")
+    )
+    if testing:
+        builder = builder.config("spark.default.parallelism", "1").config("spark.driver.memory", "1g")
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session

@@ -1,0 +1,234 @@
+"""The `kafkasim` command line.
+
+    kafkasim run [SCENARIO] [--seed N] [--set KEY=VALUE ...] [--out DIR] [--json]
+    kafkasim analyze RUN_DIR [RUN_DIR ...] [--master URL] [--json]
+    kafkasim report RUN_DIR
+    kafkasim study [--out DIR] [--master URL]
+    kafkasim bench [--json]
+
+A user's mistake (a bad file, key or value) is one line on stderr naming it, and exit status 2;
+a simulator failure is one line with the seed and the event, exit status 1, the traceback in the
+run directory's failure.txt; an interrupt exits 130 after writing the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from sim.faults import FaultError
+from sim.kernel import HostKind
+from sim.scenario import ScenarioError, load_scenario
+
+__all__ = ["main"]
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"kafkasim: {message} (see kafkasim {self.prog.split()[-1]} --help)\n")
+        sys.exit(EXIT_USAGE)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kafkasim", description="A deterministic simulator of Apache Kafka.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = commands.add_parser("run", help="run a scenario (the default study if none is given)")
+    run.add_argument("scenario", nargs="?", help="a scenario TOML file")
+    run.add_argument("--seed", type=int, help="override [run] seed")
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting, e.g. --set network.latency.max.ms=20",
+    )
+    run.add_argument("--out", type=Path, help="the run directory (default runs/NAME-seedSEED)")
+    run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    run.add_argument(
+        "--host",
+        choices=[h.value for h in HostKind],
+        default=HostKind.PYKKA.value,
+        help="pykka (the product) or direct (the in-thread reference executor)",
+    )
+
+    analyze = commands.add_parser("analyze", help="analyse run directories on Spark")
+    analyze.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    analyze.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    analyze.add_argument("--json", action="store_true", help="print the analyses as JSON lines")
+
+    report = commands.add_parser("report", help="write a run directory's report.html")
+    report.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+
+    study = commands.add_parser(
+        "study", help="the default study end to end: simulation, Spark analytics, report"
+    )
+    study.add_argument("--out", type=Path, default=Path("runs/default-study"))
+    study.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+
+    bench = commands.add_parser("bench", help="measure the kernel's throughput")
+    bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _run(args)
+        if args.command == "bench":
+            return _bench(args)
+        if args.command == "analyze":
+            return _analyze(args)
+        if args.command == "report":
+            return _report(args.run_dir)
+        if args.command == "study":
+            return _study(args)
+    except (ScenarioError, FaultError, RunDirError) as exc:
+        return _usage_error(str(exc))
+    except KeyboardInterrupt:
+        sys.stderr.write("kafkasim: interrupted\n")
+        return EXIT_INTERRUPTED
+    return EXIT_USAGE
+
+
+def _usage_error(message: str) -> int:
+    sys.stderr.write(f"kafkasim: {message}\n")
+    return EXIT_USAGE
+
+
+def _run(args: argparse.Namespace) -> int:
+    from sim.cluster import check_scenario  # noqa: PLC0415 - keeps `--help` fast
+    from sim.runner import default_out_dir, print_progress, run_scenario  # noqa: PLC0415
+
+    overrides = list(args.set)
+    if args.seed is not None:
+        if args.seed < 0:
+            return _usage_error(f"--seed must be at least 0, got {args.seed}")
+        overrides.append(f"run.seed={args.seed}")
+    scenario = load_scenario(args.scenario, overrides)
+    check_scenario(scenario)
+    out_dir = args.out or default_out_dir(scenario)
+    if out_dir.exists() and not out_dir.is_dir():
+        return _usage_error(f"--out {out_dir}: exists and is not a directory")
+    progress = print_progress() if sys.stderr.isatty() else None
+    summary = run_scenario(scenario, out_dir, host=HostKind(args.host), progress=progress)
+    if progress is not None:
+        sys.stderr.write("\n")
+    _print_summary(summary, out_dir, as_json=args.json)
+    if summary["interrupted"]:
+        sys.stderr.write(f"kafkasim: interrupted at {summary['sim_ms']} ms; log kept in {out_dir}\n")
+        return EXIT_INTERRUPTED
+    if summary["failure"]:
+        sys.stderr.write(f"kafkasim: {summary['failure']} (details in {out_dir}/failure.txt)\n")
+        return EXIT_FAILED
+    return 0
+
+
+def _print_summary(summary: dict[str, Any], out_dir: Path, *, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(summary) + "\n")
+        return
+    sys.stdout.write(
+        f"run {summary['run_id']}: {summary['sim_ms']} ms simulated in {summary['wall_s']} s, "
+        f"{summary['events']} events, {summary['deliveries']} deliveries, "
+        f"{summary['rejected_frames']} rejected frames\n"
+        f"  events digest {summary['events_digest']}\n"
+        f"  written to {out_dir}\n"
+    )
+
+
+class RunDirError(ValueError):
+    """A run directory that is missing or lacks a file a command needs."""
+
+
+def _check_run_dir(run_dir: Path, *files: str) -> None:
+    if not run_dir.is_dir():
+        msg = f"{run_dir}: no such run directory"
+        raise RunDirError(msg)
+    for name in files:
+        if not (run_dir / name).is_file():
+            hint = " (run kafkasim analyze on it first)" if name == "analysis.json" else ""
+            msg = f"{run_dir}: no {name} in this run directory{hint}"
+            raise RunDirError(msg)
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    for run_dir in args.run_dirs:
+        _check_run_dir(run_dir, "events.jsonl")
+    from sim.analytics.jobs import analyze_runs  # noqa: PLC0415 - Spark only when asked
+    from sim.analytics.session import spark_session  # noqa: PLC0415
+
+    sys.stderr.write(f"analysing {len(args.run_dirs)} run(s) on Spark ({args.master})...\n")
+    spark = spark_session(args.master)
+    try:
+        analyses = analyze_runs(spark, args.run_dirs)
+    finally:
+        spark.stop()
+    for run_dir, analysis in zip(args.run_dirs, analyses, strict=True):
+        (run_dir / "analysis.json").write_text(json.dumps(analysis, indent=2) + "\n")
+        if args.json:
+            sys.stdout.write(json.dumps({"run_dir": str(run_dir), **analysis}) + "\n")
+        else:
+            rtt = analysis["ping_rtt_ms"]
+            sys.stdout.write(
+                f"{run_dir}: {sum(analysis['events_by_type'].values())} events, "
+                f"{sum(analysis['dropped_by_reason'].values())} dropped messages, "
+                f"{analysis['rejected_frames']} rejected frames, "
+                f"ping rtt p50 {rtt.get('p50')} ms, p99 {rtt.get('p99')} ms\n"
+            )
+    return 0
+
+
+def _report(run_dir: Path) -> int:
+    _check_run_dir(run_dir, "summary.json", "analysis.json")
+    from sim.report import write_report  # noqa: PLC0415
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    analysis = json.loads((run_dir / "analysis.json").read_text())
+    path = write_report(run_dir, summary, analysis)
+    sys.stdout.write(f"report written to {path}\n")
+    return 0
+
+
+def _study(args: argparse.Namespace) -> int:
+    run_args = argparse.Namespace(
+        scenario=None, seed=None, set=[], out=args.out, json=False, host=HostKind.PYKKA.value
+    )
+    sys.stderr.write("1/3 simulating the default study...\n")
+    status = _run(run_args)
+    if status != 0:
+        return status
+    sys.stderr.write("2/3 analysing the run on Spark...\n")
+    _analyze(argparse.Namespace(run_dirs=[args.out], master=args.master, json=False))
+    sys.stderr.write("3/3 writing the report...\n")
+    return _report(args.out)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from sim.bench import run_kernel_bench  # noqa: PLC0415
+
+    if not args.json:
+        sys.stderr.write("measuring the kernel: Pykka host against the direct executor...\n")
+    figures = {"kernel": run_kernel_bench()}
+    if args.json:
+        sys.stdout.write(json.dumps(figures) + "\n")
+    else:
+        k = figures["kernel"]
+        sys.stdout.write(
+            f"kernel: {k['pykka_deliveries_per_s']} deliveries/s under Pykka, "
+            f"{k['direct_deliveries_per_s']} direct; ratio {k['ratio']} "
+            f"({k['actors']} actors, {k['deliveries']} deliveries, same digest: {k['same_digest']})\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""Kafka version profiles: which behaviour and which defaults a scenario's `kafka.version` selects.
+
+Each rule names the release that changed it (KAFKA.md); `Profile.for_version` evaluates them for
+one version. Behaviour flags are read by the actors that implement them; defaults fill the
+settings a scenario leaves out. An explicit setting in the scenario always wins.
+
+ZooKeeper mode is what is modelled, so versions run from 0.10.0 (the oldest the seed material
+describes in detail) to 3.9 (the last release with ZooKeeper).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["OLDEST", "NEWEST", "Profile", "parse_version"]
+
+Version = tuple[int, int, int]
+
+OLDEST: Version = (0, 10, 0)
+NEWEST: Version = (3, 9, 99)
+INT_MAX = 2**31 - 1
+
+_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
+
+
+def parse_version(text: str) -> Version:
+    """'3.9' -> (3, 9, 0); raise ValueError with a sentence a user can act on."""
+    match = _VERSION.match(text.strip())
+    if match is None:
+        msg = f"{text!r} is not a Kafka version such as '3.9' or '2.8.1'"
+        raise ValueError(msg)
+    major, minor, patch = (int(g) if g is not None else 0 for g in match.groups())
+    version = (major, minor, patch)
+    if not OLDEST <= version <= NEWEST:
+        msg = (
+            f"{text!r} is not supported: the simulator models ZooKeeper-mode Kafka "
+            "from 0.10.0 to 3.9"
+        )
+        raise ValueError(msg)
+    return version
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """The behaviour switches and default settings of one Kafka version."""
+
+    version: Version
+    leader_epochs: bool
+    """KIP-101 (0.11.0): followers truncate by leader epoch, not to their HW."""
+    epoch_start_on_become_leader: bool
+    """KIP-279 (2.0.0): a new leader caches (epoch, LEO) at once; the truncation loop."""
+    isr_join_needs_epoch_start: bool
+    """KAFKA-7128 (2.1.0): a follower joins the ISR only once it reaches the leader's epoch."""
+    fetch_epoch_fencing: bool
+    """KIP-320 (2.1.0): FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH on fetches."""
+    alter_partition: bool
+    """KIP-497 (2.7.0): ISR changes go to the controller by AlterPartition, not a ZK write."""
+    truncate_on_fetch: bool
+    """KAFKA-10554 (2.8.0): divergence is found on fetch, without OffsetsForLeaderEpoch."""
+    caught_up_counts_for_hw: bool
+    """KAFKA-15021 (3.6.0): caught-up, eligible replicas outside the ISR hold back the HW."""
+    hw_needs_min_isr: bool
+    """KAFKA-15583 (3.7.0): the HW does not advance while the ISR is under min ISR."""
+    member_id_required: bool
+    """KIP-394 (2.2.0): a first JoinGroup gets MEMBER_ID_REQUIRED."""
+    async_commit_before_rebalance: bool
+    """KAFKA-13310 (3.2.0): the pre-rebalance auto-commit is async and awaited."""
+    defaults: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        major, minor, patch = self.version
+        return f"{major}.{minor}" if patch == 0 else f"{major}.{minor}.{patch}"
+
+    @classmethod
+    def for_version(cls, text: str) -> Profile:
+        v = parse_version(text)
+        return cls(
+            version=v,
+            leader_epochs=v >= (0, 11, 0),
+            epoch_start_on_become_leader=v >= (2, 0, 0),
+            isr_join_needs_epoch_start=v >= (2, 1, 0),
+            fetch_epoch_fencing=v >= (2, 1, 0),
+            alter_partition=v >= (2, 7, 0),
+            truncate_on_fetch=v >= (2, 8, 0),
+            caught_up_counts_for_hw=v >= (3, 6, 0),
+            hw_needs_min_isr=v >= (3, 7, 0),
+            member_id_required=v >= (2, 2, 0),
+            async_commit_before_rebalance=v >= (3, 2, 0),
+            defaults=_defaults(v),
+        )
+
+
+def _defaults(v: Version) -> dict[str, Any]:
+    """Defaults that changed between versions (KAFKA.md sections 1 to 5)."""
+    # KAFKA-13598: 3.0.0 and 3.1.0 silently did not apply the idempotence default.
+    idempotence = v >= (3, 0, 0) and v not in ((3, 0, 0), (3, 1, 0))
+    if v < (0, 10, 1):
+        session_timeout = 30000
+    elif v < (3, 0, 0):
+        session_timeout = 10000
+    else:
+        session_timeout = 45000
+    return {
+        "replica.lag.time.max.ms": 30000 if v >= (2, 5, 0) else 10000,  # KIP-537
+        "zookeeper.session.timeout.ms": 18000 if v >= (2, 5, 0) else 6000,
+        "unclean.leader.election.enable": v < (0, 11, 0),
+        "group.initial.rebalance.delay.ms": 3000 if v >= (0, 11, 0) else 0,  # KIP-134
+        "offsets.retention.minutes": 10080 if v >= (2, 0, 0) else 1440,
+        "session.timeout.ms": session_timeout,  # KIP-735 for 3.0
+        "acks": "all" if v >= (3, 0, 0) else "1",  # KIP-679
+        "enable.idempotence": idempotence,
+        "retries": INT_MAX if v >= (2, 1, 0) else 0,  # KIP-91
+    }

@@ -1,0 +1,366 @@
+"""Scenario files: TOML with Kafka's configuration names, checked against one schema.
+
+A scenario has sections (`[run]`, `[kafka]`, `[network]`, `[workload]`) and arrays of tables
+(`[[faults]]`). Keys are Kafka's own names with their units (`duration.ms`); TOML reads an
+unquoted `latency.min.ms = 1` as nested tables, so nested tables inside a section are flattened
+back into dotted names and both spellings work.
+
+Every problem is one `ScenarioError` sentence that names the file, the key and the value:
+unknown keys suggest the closest valid one. `--set section.key=value` overrides go through the
+same checks. The resolved scenario (every default filled in) is written back as TOML, so a run
+directory's `scenario.toml` reruns the same run.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim.profiles import Profile
+
+__all__ = ["SECTIONS", "Scenario", "ScenarioError", "Setting", "load_scenario", "parse_scenario"]
+
+
+class ScenarioError(ValueError):
+    """A user's mistake in a scenario or an override: one sentence, no traceback."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One valid key: its type, default and range. `default=None` with `required` means
+    the key must be given; without `required` it means "not set"."""
+
+    key: str
+    kind: type
+    default: Any = None
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    required: bool = False
+    doc: str = ""
+
+
+def _s(key: str, kind: type, default: Any = None, **kw: Any) -> Setting:
+    return Setting(key, kind, default, **kw)
+
+
+SECTIONS: dict[str, tuple[Setting, ...]] = {
+    "run": (
+        _s("name", str, "default", doc="names the run id and the default output directory"),
+        _s("seed", int, 1, low=0, high=2**63 - 1),
+        _s("duration.ms", int, 60000, low=1),
+        _s("max.events", int, 0, low=0, doc="stop after this many handler calls; 0: no limit"),
+    ),
+    "kafka": (_s("version", str, "3.9", doc="selects behaviour and defaults (sim/profiles.py)"),),
+    "network": (
+        _s("latency.min.ms", int, 1, low=1, high=60000),
+        _s("latency.max.ms", int, 5, low=1, high=60000),
+    ),
+    "workload": (
+        _s("kind", str, "gossip", choices=("gossip",)),
+        _s("nodes", int, 4, low=1, high=1000),
+        _s("actors.per.node", int, 1, low=1, high=100),
+        _s("tokens.per.actor", int, 2, low=0, high=10000),
+        _s("ping.interval.ms", int, 1000, low=0),
+        _s("report.interval.ms", int, 5000, low=0),
+    ),
+}
+
+FAULT_KINDS = (
+    "crash",
+    "restart",
+    "pause",
+    "partition",
+    "heal",
+    "drop",
+    "delay",
+    "duplicate",
+    "reorder",
+    "corrupt",
+)
+
+_NODES = list[str]
+_FAULT_COMMON = (_s("kind", str, required=True, choices=FAULT_KINDS), _s("at.ms", int, 0, low=0))
+_LINK = (
+    _s("src", _NODES, [], doc="sending nodes; empty: any"),
+    _s("dst", _NODES, [], doc="receiving nodes; empty: any"),
+    _s("duration.ms", int, None, low=1, doc="how long the fault lasts; unset: to the end"),
+)
+_PROBABILITY = _s("probability", float, None, low=0.0, high=1.0, required=True)
+FAULT_SETTINGS: dict[str, tuple[Setting, ...]] = {
+    "crash": (
+        _s("node", str, required=True),
+        _s("crash.kind", str, "process", choices=("process", "power_loss", "disk_loss")),
+        _s("restart.after.ms", int, None, low=1),
+    ),
+    "restart": (_s("node", str, required=True),),
+    "pause": (_s("node", str, required=True), _s("duration.ms", int, None, low=1, required=True)),
+    "partition": (
+        _s("isolate", _NODES, [], doc="cut these nodes off from all the others"),
+        _s("between", list[_NODES], [], doc="two groups of nodes to cut apart"),
+        _s("one.way", bool, False, doc="block only traffic from the first group to the second"),
+        _s("duration.ms", int, None, low=1, doc="heal after this long; unset: until a heal"),
+    ),
+    "heal": (),
+    "drop": (_PROBABILITY, *_LINK),
+    "duplicate": (_PROBABILITY, *_LINK),
+    "corrupt": (_PROBABILITY, *_LINK),
+    "reorder": (_PROBABILITY, _s("delay.ms", int, 50, low=0), *_LINK),
+    "delay": (_s("delay.ms", int, None, low=1, required=True), *_LINK),
+}
+ARRAYS = {"faults": FAULT_SETTINGS}
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A checked scenario with every default filled in."""
+
+    source: str
+    sections: dict[str, dict[str, Any]]
+    faults: tuple[dict[str, Any], ...] = ()
+    profile: Profile = field(default_factory=lambda: Profile.for_version("3.9"))
+
+    def get(self, section: str, key: str) -> Any:
+        return self.sections[section][key]
+
+    @property
+    def seed(self) -> int:
+        return self.get("run", "seed")
+
+    @property
+    def name(self) -> str:
+        return self.get("run", "name")
+
+    def to_toml(self) -> str:
+        """The resolved scenario, as TOML that loads back to the same scenario."""
+        lines = [f"# resolved scenario (from {self.source}); kafka profile {self.profile.name}"]
+        for section, values in self.sections.items():
+            lines += ["", f"[{section}]"]
+            lines += [f'"{k}" = {_toml_value(v)}' for k, v in values.items() if v is not None]
+        for fault in self.faults:
+            lines += ["", "[[faults]]"]
+            lines += [f'"{k}" = {_toml_value(v)}' for k, v in fault.items() if v is not None]
+        return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    msg = f"cannot write {value!r} as TOML"
+    raise TypeError(msg)
+
+
+def load_scenario(path: str | Path | None, overrides: Iterable[str] = ()) -> Scenario:
+    """Read, check and resolve a scenario file (None: the built-in default study)."""
+    if path is None:
+        from sim.studies import DEFAULT_STUDY  # noqa: PLC0415 - avoids an import cycle
+
+        return parse_scenario(DEFAULT_STUDY, "the default study", overrides)
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        msg = f"{file}: no such scenario file"
+        raise ScenarioError(msg) from None
+    except IsADirectoryError:
+        msg = f"{file}: is a directory, not a scenario file"
+        raise ScenarioError(msg) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        msg = f"{file}: cannot read the scenario file ({exc})"
+        raise ScenarioError(msg) from None
+    return parse_scenario(text, str(file), overrides)
+
+
+_TOML_POSITION = re.compile(r"^(?P<what>.*?)\s*\(at line (?P<line>\d+), column (?P<col>\d+)\)$")
+
+
+def parse_scenario(text: str, source: str, overrides: Iterable[str] = ()) -> Scenario:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = _TOML_POSITION.match(str(exc))
+        if match:
+            msg = (
+                f"{source}: TOML syntax error at line {match['line']}, column {match['col']}: "
+                f"{match['what']}"
+            )
+        else:
+            msg = f"{source}: TOML syntax error: {exc}"
+        raise ScenarioError(msg) from None
+    for override in overrides:
+        _apply_override(raw, override)
+    return _resolve(raw, source)
+
+
+def _apply_override(raw: dict[str, Any], override: str) -> None:
+    key, sep, text = override.partition("=")
+    if not sep or not key.strip():
+        msg = f"--set {override!r}: expected SECTION.KEY=VALUE, such as run.seed=7"
+        raise ScenarioError(msg)
+    section, _, rest = key.strip().partition(".")
+    if not rest:
+        msg = f"--set {override!r}: the key needs its section, such as run.{section}"
+        raise ScenarioError(msg)
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text  # a bare word is a string: --set kafka.version=2.8 stays "2.8" below
+    if section in ARRAYS:
+        index_text, _, rest = rest.partition(".")
+        entries = raw.get(section, [])
+        if not index_text.isdigit() or int(index_text) >= len(entries) or not rest:
+            msg = f"--set {override!r}: expected {section}.INDEX.KEY with an existing index"
+            raise ScenarioError(msg)
+        entries[int(index_text)][rest] = value
+        return
+    if section == "kafka" and rest == "version" and not isinstance(value, str):
+        value = text.strip()
+    table = raw.setdefault(section, {})
+    if not isinstance(table, dict):
+        msg = f"--set {override!r}: [{section}] is not a section"
+        raise ScenarioError(msg)
+    table[rest] = value
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _suggest(word: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _resolve(raw: dict[str, Any], source: str) -> Scenario:
+    valid = [*SECTIONS, *ARRAYS]
+    for name in raw:
+        if name not in valid:
+            msg = f"{source}: unknown section [{name}]{_suggest(name, valid)}"
+            raise ScenarioError(msg)
+    sections: dict[str, dict[str, Any]] = {}
+    for name, settings in SECTIONS.items():
+        table = raw.get(name, {})
+        if not isinstance(table, dict):
+            msg = f"{source}: [{name}] must be a table, got {_describe(table)}"
+            raise ScenarioError(msg)
+        sections[name] = _check_table(_flatten(table), settings, f"{source}: [{name}]")
+    faults = []
+    entries = raw.get("faults", [])
+    if not isinstance(entries, list):
+        msg = f"{source}: faults must be an array of tables ([[faults]])"
+        raise ScenarioError(msg)
+    for i, entry in enumerate(entries):
+        where = f"{source}: [[faults]] #{i + 1}"
+        if not isinstance(entry, dict):
+            msg = f"{where} must be a table"
+            raise ScenarioError(msg)
+        flat = _flatten(entry)
+        kind = _check_table({"kind": flat.get("kind")}, _FAULT_COMMON[:1], where)["kind"]
+        faults.append(_check_table(flat, (*_FAULT_COMMON, *FAULT_SETTINGS[kind]), where))
+    try:
+        profile = Profile.for_version(sections["kafka"]["version"])
+    except ValueError as exc:
+        msg = f"{source}: [kafka] version: {exc}"
+        raise ScenarioError(msg) from None
+    scenario = Scenario(source, sections, tuple(faults), profile)
+    _check_relations(scenario)
+    return scenario
+
+
+def _check_table(table: dict[str, Any], settings: tuple[Setting, ...], where: str) -> dict[str, Any]:
+    by_key = {s.key: s for s in settings}
+    for key in table:
+        if key not in by_key:
+            msg = f"{where}: unknown key {key!r}{_suggest(key, by_key)}"
+            raise ScenarioError(msg)
+    resolved: dict[str, Any] = {}
+    for setting in settings:
+        if setting.key in table and table[setting.key] is not None:
+            resolved[setting.key] = _check_value(setting, table[setting.key], where)
+        elif setting.required:
+            msg = f"{where}: {setting.key!r} is required"
+            raise ScenarioError(msg)
+        else:
+            resolved[setting.key] = setting.default
+    return resolved
+
+
+def _describe(value: Any) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+    return f"{value!r} ({names.get(type(value), type(value).__name__)})"
+
+
+def _check_value(setting: Setting, value: Any, where: str) -> Any:
+    kind = setting.kind
+    at = f"{where}: {setting.key}"
+    if kind is float and type(value) is int:
+        value = float(value)
+    if kind in (int, float, bool, str):
+        if type(value) is not kind:
+            expected = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+            msg = f"{at}: expected {expected[kind]}, got {_describe(value)}"
+            raise ScenarioError(msg)
+    elif not _is_list_of(value, kind):
+        msg = f"{at}: expected {_list_doc(kind)}, got {_describe(value)}"
+        raise ScenarioError(msg)
+    if setting.low is not None and value < setting.low:
+        msg = f"{at}: must be at least {setting.low}, got {value}"
+        raise ScenarioError(msg)
+    if setting.high is not None and value > setting.high:
+        msg = f"{at}: must be at most {setting.high}, got {value}"
+        raise ScenarioError(msg)
+    if setting.choices and value not in setting.choices:
+        options = ", ".join(setting.choices)
+        msg = f"{at}: {value!r} is not one of {options}{_suggest(str(value), setting.choices)}"
+        raise ScenarioError(msg)
+    return value
+
+
+def _is_list_of(value: Any, kind: Any) -> bool:
+    if kind == list[str]:
+        return isinstance(value, list) and all(type(v) is str for v in value)
+    if kind == list[list[str]]:
+        return isinstance(value, list) and all(_is_list_of(v, list[str]) for v in value)
+    return False
+
+
+def _list_doc(kind: Any) -> str:
+    return "a list of node names" if kind == list[str] else "two lists of node names"
+
+
+def _check_relations(scenario: Scenario) -> None:
+    """Checks that involve more than one key."""
+    net = scenario.sections["network"]
+    if net["latency.max.ms"] < net["latency.min.ms"]:
+        msg = (
+            f"{scenario.source}: [network] latency.max.ms ({net['latency.max.ms']}) is below "
+            f"latency.min.ms ({net['latency.min.ms']})"
+        )
+        raise ScenarioError(msg)
+    for i, fault in enumerate(scenario.faults):
+        if fault["kind"] == "partition":
+            between, isolate = fault["between"], fault["isolate"]
+            if bool(between) == bool(isolate):
+                msg = f"{scenario.source}: [[faults]] #{i + 1}: a partition needs `isolate` or `between`"
+                raise ScenarioError(msg)
+            if between and len(between) != 2:  # noqa: PLR2004 - two sides
+                msg = f"{scenario.source}: [[faults]] #{i + 1}: between: expected two lists of nodes"
+                raise ScenarioError(msg)

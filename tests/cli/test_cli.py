@@ -1,0 +1,143 @@
+"""The `kafkasim` command as a user meets it: a real process, its output and exit status."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICK = ["--set", "run.duration.ms=3000"]
+
+
+def kafkasim(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sim.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+        check=False,
+    )
+
+
+def test_run_writes_the_run_directory_and_prints_the_summary_as_json(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = kafkasim("run", *QUICK, "--seed", "4", "--out", str(out), "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    required = {
+        "seed", "sim_ms", "wall_s", "events_digest", "produced", "acked", "lost_acked",
+        "log_duplicates", "consumed", "duplicates", "duplicates_by_cause", "rebalances",
+        "invariant_violations", "rejected_frames", "interrupted",
+    }
+    assert required <= set(summary)
+    assert (summary["seed"], summary["sim_ms"], summary["interrupted"]) == (4, 3000, False)
+    import hashlib
+
+    assert summary["events_digest"] == hashlib.sha256((out / "events.jsonl").read_bytes()).hexdigest()
+    assert json.loads((out / "summary.json").read_text()) == summary
+    rerun = kafkasim("run", str(out / "scenario.toml"), "--out", str(tmp_path / "again"), "--json")
+    assert json.loads(rerun.stdout)["events_digest"] == summary["events_digest"]
+
+
+@pytest.mark.parametrize(
+    ("files", "args", "expected"),
+    [
+        ({}, ["run", "missing.toml"], "kafkasim: missing.toml: no such scenario file"),
+        (
+            {"bad.toml": "[run]\nseed = 1\nname = \n"},
+            ["run", "bad.toml"],
+            "kafkasim: bad.toml: TOML syntax error at line 3, column 8: Invalid value",
+        ),
+        (
+            {"s.toml": "[network]\n\"latency.max.mss\" = 3\n"},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [network]: unknown key 'latency.max.mss' (did you mean 'latency.max.ms'?)",
+        ),
+        (
+            {"s.toml": "[run]\n\"duration.ms\" = \"long\"\n"},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [run]: duration.ms: expected an integer, got 'long' (a string)",
+        ),
+        (
+            {"s.toml": "[workload]\nnodes = 0\n"},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [workload]: nodes: must be at least 1, got 0",
+        ),
+        (
+            {"s.toml": "[[faults]]\nkind = \"crash\"\nnode = \"broker-9\"\n"},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [[faults]] #1: no node named 'broker-9'",
+        ),
+        ({}, ["run", "--set", "run.seeed=3"], "kafkasim: the default study: [run]: unknown key 'seeed' (did you mean 'seed'?)"),
+        ({}, ["run", "--seed", "x"], "kafkasim: argument --seed: invalid int value: 'x'"),
+        ({}, ["run", "--seed", "-3"], "kafkasim: --seed must be at least 0, got -3"),
+        ({}, ["frobnicate"], "kafkasim: argument command: invalid choice: 'frobnicate'"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_no_traceback(
+    tmp_path: Path, files: dict[str, str], args: list[str], expected: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "keep.txt").write_text("earlier work")
+    result = kafkasim(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith(expected), result.stderr
+    assert result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    assert (tmp_path / "runs" / "keep.txt").read_text() == "earlier work"
+
+
+def test_interrupt_keeps_a_complete_log_and_marks_the_summary(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sim.cli", "run", "--set", "run.duration.ms=100000000", "--out", str(out)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    events = out / "events.jsonl"
+    deadline = time.monotonic() + 60
+    while (not events.exists() or events.stat().st_size < 50_000) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted at" in stderr
+    assert "Traceback" not in stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    assert 0 < summary["sim_ms"] < 100_000_000
+    data = events.read_bytes()
+    assert data.endswith(b"\n")
+    lines = [orjson.loads(line) for line in data.splitlines()]
+    assert len(lines) == summary["events"]
+    import hashlib
+
+    assert hashlib.sha256(data).hexdigest() == summary["events_digest"]
+
+
+def test_bench_prints_the_kernel_figures_as_json() -> None:
+    """Not a timing test: checks the contract of the figures on a small workload."""
+    from sim.bench import BenchConfig, run_kernel_bench
+
+    figures = run_kernel_bench(BenchConfig(nodes=5, actors_per_node=2, min_deliveries=3000, rounds=1))
+    assert set(figures) >= {"pykka_deliveries_per_s", "direct_deliveries_per_s", "ratio"}
+    assert figures["same_digest"] is True
+    assert figures["ratio"] == pytest.approx(
+        figures["pykka_deliveries_per_s"] / figures["direct_deliveries_per_s"], abs=0.01
+    )

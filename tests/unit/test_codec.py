@@ -1,0 +1,139 @@
+"""The registry and the msgpack codec: round trips, validation, golden bytes."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from protocols import FrameError, Kind, decode_frame, encode_frame, registered
+from protocols.errors import ErrorCode
+from protocols.registry import field, message
+from protocols.workload import Gossip, PingRequest, PingResponse
+
+GOLDEN = Path(__file__).with_name("golden_frames.json")
+
+
+def _sample(cls: type) -> Any:
+    """A fixed, representative instance of a registered message (for golden bytes)."""
+    samples = {
+        Gossip: Gossip(token=123456789, hops=7, origin="node-1/gossip-0"),
+        PingRequest: PingRequest(sent_ms=1500),
+        PingResponse: PingResponse(sent_ms=1500),
+    }
+    return samples[cls]
+
+
+def test_every_registered_message_has_a_golden_frame_per_version() -> None:
+    """Bytes on the wire are pinned: a change to a schema or to the codec shows up here."""
+    frames = {
+        f"{m.name}/v{v}": encode_frame(_sample(m.cls), 42, v).hex()
+        for m in registered()
+        for v in range(m.min_version, m.max_version + 1)
+    }
+    if os.environ.get("KAFKASIM_UPDATE_GOLDEN"):
+        GOLDEN.write_text(json.dumps(frames, indent=2, sort_keys=True) + "\n")
+    assert frames == json.loads(GOLDEN.read_text())
+
+
+def test_older_version_omits_newer_fields_and_decodes_them_as_defaults() -> None:
+    """Gossip.origin exists from version 1: a version-0 peer never sees it."""
+    frame = encode_frame(Gossip(token=1, hops=2, origin="x"), version=0)
+    body = msgpack.unpackb(frame[:-4])[4]
+    assert body == {"token": 1, "hops": 2}
+    assert decode_frame(frame).message == Gossip(token=1, hops=2, origin="")
+
+
+@given(
+    st.one_of(
+        st.builds(Gossip, token=st.integers(0, 2**63 - 1), hops=st.integers(0, 2**31)),
+        st.builds(PingRequest, sent_ms=st.integers(0, 2**62)),
+        st.builds(PingResponse, sent_ms=st.integers(0, 2**62)),
+    ),
+    st.integers(0, 2**31 - 1),
+)
+def test_round_trip(msg: Any, correlation_id: int) -> None:
+    frame = decode_frame(encode_frame(msg, correlation_id))
+    assert frame.message == msg
+    assert frame.correlation_id == correlation_id
+
+
+def _frame(raw: Any) -> bytes:
+    import zlib
+
+    payload = msgpack.packb(raw)
+    return payload + zlib.crc32(payload).to_bytes(4, "big")
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ([2, 2001, 1, 0, {"token": "1", "hops": 2}], "Gossip.token: expected int, got str"),
+        ([2, 2001, 1, 0, {"token": 1}], "Gossip.hops: missing"),
+        ([2, 2001, 1, 0, {"token": 1, "hops": 2, "x": 3}], "unknown field 'x'"),
+        ([2, 2001, 9, 0, {"token": 1, "hops": 2}], "unsupported version 9"),
+        ([2, 9999, 0, 0, {}], "unknown message: kind 2, key 9999"),
+        ([2, 2001, 1, 0], "not a frame"),
+        ([2, 2001, 1, "c", {}], "correlation_id must be an integer"),
+        ([2, 2001, 1, 0, [1, 2]], "expected a map"),
+        ([2, 2001, 1, 0, {"token": True, "hops": 2}], "expected int, got bool"),
+    ],
+)
+def test_decode_rejects_malformed_frames(raw: Any, reason: str) -> None:
+    with pytest.raises(FrameError, match=reason.replace("(", r"\(").replace(")", r"\)")):
+        decode_frame(_frame(raw))
+
+
+def test_decode_rejects_damaged_bytes() -> None:
+    frame = bytearray(encode_frame(PingRequest(sent_ms=5)))
+    frame[3] ^= 0x40
+    with pytest.raises(FrameError, match="checksum mismatch"):
+        decode_frame(bytes(frame))
+    with pytest.raises(FrameError, match="checksum mismatch"):
+        decode_frame(b"\x01")
+
+
+def test_registry_refuses_a_second_message_under_the_same_key() -> None:
+    with pytest.raises(TypeError, match="already taken by Gossip"):
+
+        @message(2001, kind=Kind.ONE_WAY)
+        @dataclass(frozen=True, slots=True)
+        class Other:
+            x: int
+
+
+def test_registry_refuses_a_request_without_its_response() -> None:
+    with pytest.raises(TypeError, match="must name its response"):
+
+        @message(2900, kind=Kind.REQUEST)
+        @dataclass(frozen=True, slots=True)
+        class Lonely:
+            x: int
+
+
+def test_registry_refuses_a_versioned_field_without_default() -> None:
+    with pytest.raises(TypeError, match="versioned field needs a default"):
+
+        @message(2901, kind=Kind.ONE_WAY, versions=(0, 1))
+        @dataclass(frozen=True, slots=True)
+        class Late:
+            x: int = field(since=1)
+
+
+def test_error_codes_carry_kafkas_numbers() -> None:
+    """Spot checks against org.apache.kafka.common.protocol.Errors."""
+    assert ErrorCode.NOT_LEADER_OR_FOLLOWER == 6
+    assert ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND == 20
+    assert ErrorCode.ILLEGAL_GENERATION == 22
+    assert ErrorCode.REBALANCE_IN_PROGRESS == 27
+    assert ErrorCode.FENCED_LEADER_EPOCH == 74
+    assert ErrorCode.MEMBER_ID_REQUIRED == 79
+    assert ErrorCode.NOT_COORDINATOR.retriable
+    assert not ErrorCode.ILLEGAL_GENERATION.retriable

@@ -1,0 +1,103 @@
+"""Scenario files: resolution, overrides, profiles, and a one-sentence error for each mistake."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.profiles import Profile
+from sim.scenario import ScenarioError, load_scenario, parse_scenario
+
+
+def _error(text: str, overrides: tuple[str, ...] = ()) -> str:
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(text, "s.toml", overrides)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_defaults_fill_every_key_and_dotted_keys_work_quoted_or_not() -> None:
+    s = parse_scenario('[network]\nlatency.max.ms = 9\n"latency.min.ms" = 2\n', "s.toml")
+    assert s.sections["network"] == {"latency.min.ms": 2, "latency.max.ms": 9}
+    assert s.sections["run"]["duration.ms"] == 60000
+    assert s.profile.name == "3.9"
+
+
+def test_resolved_scenario_round_trips_through_toml() -> None:
+    s = load_scenario(None, ["run.seed=7", "kafka.version=2.8"])
+    again = parse_scenario(s.to_toml(), "resolved")
+    assert again.sections == s.sections
+    assert again.faults == s.faults
+    assert again.profile == s.profile
+
+
+def test_overrides() -> None:
+    s = parse_scenario("", "s.toml", ["run.seed=42", "network.latency.max.ms=30", "kafka.version=2.4"])
+    assert (s.seed, s.get("network", "latency.max.ms"), s.profile.name) == (42, 30, "2.4")
+    faulty = load_scenario(None, ["faults.1.restart.after.ms=10"])
+    assert faulty.faults[1]["restart.after.ms"] == 10
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[run]\nseed = \n", "s.toml: TOML syntax error at line 2, column 8: Invalid value"),
+        ("[network]\nlatency.mn.ms = 3\n", "s.toml: [network]: unknown key 'latency.mn.ms' (did you mean 'latency.min.ms'?)"),
+        ("[netwrk]\n", "s.toml: unknown section [netwrk] (did you mean 'network'?)"),
+        ('[run]\nseed = "7"\n', "s.toml: [run]: seed: expected an integer, got '7' (a string)"),
+        ("[run]\nseed = -1\n", "s.toml: [run]: seed: must be at least 0, got -1"),
+        ("[network]\n\"latency.min.ms\" = 0\n", "s.toml: [network]: latency.min.ms: must be at least 1, got 0"),
+        ("[network]\n\"latency.min.ms\" = 9\n\"latency.max.ms\" = 3\n", "s.toml: [network] latency.max.ms (3) is below latency.min.ms (9)"),
+        ('[kafka]\nversion = "4.0"\n', "s.toml: [kafka] version: '4.0' is not supported"),
+        ('[kafka]\nversion = "three"\n', "s.toml: [kafka] version: 'three' is not a Kafka version"),
+        ('[[faults]]\nkind = "crsh"\n', "s.toml: [[faults]] #1: kind: 'crsh' is not one of crash, restart"),
+        ('[[faults]]\nkind = "crash"\n', "s.toml: [[faults]] #1: 'node' is required"),
+        ('[[faults]]\nkind = "drop"\nprobability = 1.5\n', "s.toml: [[faults]] #1: probability: must be at most 1.0, got 1.5"),
+        ('[[faults]]\nkind = "partition"\n', "s.toml: [[faults]] #1: a partition needs `isolate` or `between`"),
+        ('[[faults]]\nkind = "pause"\nnode = "node-1"\n"duration" = 5\n', "s.toml: [[faults]] #1: unknown key 'duration' (did you mean 'duration.ms'?)"),
+        ("[workload]\nnodes = true\n", "s.toml: [workload]: nodes: expected an integer, got True (a boolean)"),
+    ],
+)
+def test_each_mistake_is_one_sentence_naming_file_key_and_value(text: str, expected: str) -> None:
+    assert _error(text).startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("run.sed=3", "s.toml: [run]: unknown key 'sed' (did you mean 'seed'?)"),
+        ("seed=3", "--set 'seed=3': the key needs its section"),
+        ("run.seed", "--set 'run.seed': expected SECTION.KEY=VALUE"),
+        ("faults.5.node=x", "--set 'faults.5.node=x': expected faults.INDEX.KEY with an existing index"),
+    ],
+)
+def test_bad_overrides(override: str, expected: str) -> None:
+    assert _error("", (override,)).startswith(expected)
+
+
+def test_missing_file(tmp_path: object) -> None:
+    with pytest.raises(ScenarioError, match=r"nope\.toml: no such scenario file"):
+        load_scenario("nope.toml")
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        ("0.10.2", {"unclean.leader.election.enable": True, "session.timeout.ms": 10000, "acks": "1"}),
+        ("2.4", {"replica.lag.time.max.ms": 10000, "zookeeper.session.timeout.ms": 6000}),
+        ("2.5", {"replica.lag.time.max.ms": 30000, "zookeeper.session.timeout.ms": 18000}),
+        ("3.0.0", {"enable.idempotence": False, "acks": "all", "session.timeout.ms": 45000}),
+        ("3.0.1", {"enable.idempotence": True}),
+        ("3.9", {"unclean.leader.election.enable": False, "retries": 2**31 - 1}),
+    ],
+)
+def test_profile_defaults_follow_kafkas_history(version: str, expected: dict[str, object]) -> None:
+    defaults = Profile.for_version(version).defaults
+    assert {k: defaults[k] for k in expected} == expected
+
+
+def test_profile_behaviour_switches() -> None:
+    old, kip101, modern = (Profile.for_version(v) for v in ("0.10.2", "0.11", "3.9"))
+    assert not old.leader_epochs and kip101.leader_epochs
+    assert not kip101.truncate_on_fetch and modern.truncate_on_fetch
+    assert not Profile.for_version("3.6").hw_needs_min_isr and Profile.for_version("3.7").hw_needs_min_isr
