@@ -16,19 +16,94 @@ from hypothesis import strategies as st
 from protocols import FrameError, Kind, decode_frame, encode_frame, registered
 from protocols.errors import ErrorCode
 from protocols.registry import field, message
+from protocols import replication as r
 from protocols.workload import Gossip, PingRequest, PingResponse
 
 GOLDEN = Path(__file__).with_name("golden_frames.json")
 
+E = ErrorCode
+SAMPLES: dict[type, Any] = {
+    Gossip: Gossip(token=123456789, hops=7, origin="node-1/gossip-0"),
+    PingRequest: PingRequest(sent_ms=1500),
+    PingResponse: PingResponse(sent_ms=1500),
+    r.ProduceRequest: r.ProduceRequest(
+        acks=-1,
+        timeout_ms=30000,
+        partitions=(r.ProducePartitionData("T", 0, ("p1:0", "p1:1"), 4000, 0, 0),),
+    ),
+    r.ProduceResponse: r.ProduceResponse((r.ProducePartitionResponse("T", 0, E.NONE, 10),)),
+    r.FetchRequest: r.FetchRequest(
+        replica_id=2, max_wait_ms=500, min_bytes=1, partitions=(r.FetchPartition("T", 0, 2, 0, 1),)
+    ),
+    r.FetchResponse: r.FetchResponse(
+        (
+            r.FetchedPartition("T", 0, E.NONE, 1, (r.Record(0, 0, "p1:0", 4000, 0, 0),)),
+            r.FetchedPartition("T", 1, E.NONE, 5, (), r.EpochEndOffset(0, 1)),
+        )
+    ),
+    r.LeaderAndIsrRequest: r.LeaderAndIsrRequest(
+        controller_id=1,
+        controller_epoch=7,
+        partitions=(r.LeaderAndIsrPartition("T", 0, 7, 2, 5, (2, 3), 3, (1, 2, 3)),),
+        broker_epoch=25,
+    ),
+    r.LeaderAndIsrResponse: r.LeaderAndIsrResponse(
+        E.NONE, (r.LeaderAndIsrPartitionError("T", 0, E.STALE_CONTROLLER_EPOCH),)
+    ),
+    r.OffsetForLeaderEpochRequest: r.OffsetForLeaderEpochRequest(
+        2, (r.OffsetForLeaderEpochPartition("T", 0, 0, 1),)
+    ),
+    r.OffsetForLeaderEpochResponse: r.OffsetForLeaderEpochResponse(
+        (r.EpochEndOffsetResult("T", 0, E.NONE, 0, 2),)
+    ),
+    r.AlterPartitionRequest: r.AlterPartitionRequest(1, 25, (r.AlterPartitionItem("T", 0, 5, (1,), 3),)),
+    r.AlterPartitionResponse: r.AlterPartitionResponse(
+        E.NONE, (r.AlterPartitionResult("T", 0, E.NONE, 1, 5, (1,), 4),)
+    ),
+}
+
 
 def _sample(cls: type) -> Any:
     """A fixed, representative instance of a registered message (for golden bytes)."""
-    samples = {
-        Gossip: Gossip(token=123456789, hops=7, origin="node-1/gossip-0"),
-        PingRequest: PingRequest(sent_ms=1500),
-        PingResponse: PingResponse(sent_ms=1500),
+    return SAMPLES[cls]
+
+
+def _strategy(tp: Any) -> st.SearchStrategy[Any]:
+    """Values of any field type the registry supports, within msgpack's integer range."""
+    import dataclasses
+    import types
+    import typing
+    from enum import IntEnum
+
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        (inner,) = [a for a in typing.get_args(tp) if a is not type(None)]
+        return st.none() | _strategy(inner)
+    if origin is tuple:
+        return st.lists(_strategy(typing.get_args(tp)[0]), max_size=3).map(tuple)
+    if isinstance(tp, type) and issubclass(tp, IntEnum):
+        return st.sampled_from(list(tp))
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        return st.builds(tp, **{f.name: _strategy(hints[f.name]) for f in dataclasses.fields(tp)})
+    simple = {
+        int: st.integers(-(2**63), 2**63 - 1),
+        bool: st.booleans(),
+        str: st.text(max_size=12),
+        bytes: st.binary(max_size=12),
     }
-    return samples[cls]
+    return simple[tp]
+
+
+def test_every_registered_message_has_a_sample() -> None:
+    assert {m.cls for m in registered()} == set(SAMPLES)
+
+
+@pytest.mark.parametrize("mtype", registered(), ids=lambda m: m.name)
+@given(data=st.data())
+def test_every_registered_message_round_trips(mtype: Any, data: st.DataObject) -> None:
+    msg = data.draw(_strategy(mtype.cls))
+    assert decode_frame(encode_frame(msg, 3)).message == msg
 
 
 def test_every_registered_message_has_a_golden_frame_per_version() -> None:

@@ -1,0 +1,1 @@
+"""The broker: replica manager, partitions, purgatory and follower fetchers."""

@@ -1,0 +1,242 @@
+"""Replication and produce messages: Produce, Fetch, LeaderAndIsr, OffsetForLeaderEpoch,
+AlterPartition.
+
+Field names are Kafka's (`fetch_offset`, `last_fetched_epoch`, `current_leader_epoch`,
+`high_watermark`, `diverging_epoch`, `partition_epoch`). Partition maps travel as tuples of
+structures, since msgpack map keys must be strings. Versions here are this registry's own: a
+field added later says `since`.
+
+Left out: record batches (each record carries its own offset and epoch), compression, topic ids,
+fetch sessions' incremental protocol (KIP-227; a session here always lists its partitions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocols.errors import ErrorCode
+from protocols.keys import ApiKey
+from protocols.registry import Kind, message, struct
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A record in a partition log. Its value names its producer and sequence, so a record
+    written twice (a producer retry) is told apart from one consumed twice."""
+
+    offset: int
+    leader_epoch: int
+    """The leader epoch of the batch it was written in (KIP-101's partitionLeaderEpoch)."""
+    value: str
+    producer_id: int = -1
+    producer_epoch: int = -1
+    sequence: int = -1
+
+
+# --------------------------------------------------------------------------- Produce (0)
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class ProducePartitionData:
+    topic: str
+    partition: int
+    values: tuple[str, ...]
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class ProducePartitionResponse:
+    topic: str
+    partition: int
+    error_code: ErrorCode
+    base_offset: int = -1
+
+
+@message(ApiKey.PRODUCE, kind=Kind.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class ProduceResponse:
+    partitions: tuple[ProducePartitionResponse, ...]
+
+
+@message(ApiKey.PRODUCE, kind=Kind.REQUEST, response=ProduceResponse)
+@dataclass(frozen=True, slots=True)
+class ProduceRequest:
+    acks: int
+    """0, 1 or -1 (all)."""
+    timeout_ms: int
+    """How long a DelayedProduce may wait (the producer sends request.timeout.ms)."""
+    partitions: tuple[ProducePartitionData, ...]
+
+
+# --------------------------------------------------------------------------- Fetch (1)
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class FetchPartition:
+    topic: str
+    partition: int
+    fetch_offset: int
+    last_fetched_epoch: int = -1
+    """The epoch of the last record the follower has (KAFKA-10554 truncation on fetch)."""
+    current_leader_epoch: int = -1
+    """The epoch the fetcher believes current (KIP-320 fencing); -1: not checked."""
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class EpochEndOffset:
+    epoch: int
+    end_offset: int
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class FetchedPartition:
+    topic: str
+    partition: int
+    error_code: ErrorCode
+    high_watermark: int
+    records: tuple[Record, ...] = ()
+    diverging_epoch: EpochEndOffset | None = None
+    log_start_offset: int = 0
+
+
+@message(ApiKey.FETCH, kind=Kind.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class FetchResponse:
+    partitions: tuple[FetchedPartition, ...]
+
+
+@message(ApiKey.FETCH, kind=Kind.REQUEST, response=FetchResponse)
+@dataclass(frozen=True, slots=True)
+class FetchRequest:
+    replica_id: int
+    """The fetching broker's id; -1 for a consumer."""
+    max_wait_ms: int
+    min_bytes: int
+    partitions: tuple[FetchPartition, ...]
+    isolation_level: int = 0
+    """0 read_uncommitted (up to the HW), 1 read_committed (up to the LSO); followers: LEO."""
+
+
+# --------------------------------------------------------------------------- LeaderAndIsr (4)
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrPartition:
+    topic: str
+    partition: int
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    """The zkVersion of the partition-state znode."""
+    replicas: tuple[int, ...]
+    is_new: bool = False
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrPartitionError:
+    topic: str
+    partition: int
+    error_code: ErrorCode
+
+
+@message(ApiKey.LEADER_AND_ISR, kind=Kind.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrResponse:
+    error_code: ErrorCode
+    partitions: tuple[LeaderAndIsrPartitionError, ...] = ()
+
+
+@message(ApiKey.LEADER_AND_ISR, kind=Kind.REQUEST, response=LeaderAndIsrResponse)
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrRequest:
+    controller_id: int
+    controller_epoch: int
+    partitions: tuple[LeaderAndIsrPartition, ...]
+    broker_epoch: int = -1
+
+
+# --------------------------------------------------------------------------- OffsetForLeaderEpoch (23)
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class OffsetForLeaderEpochPartition:
+    topic: str
+    partition: int
+    leader_epoch: int
+    current_leader_epoch: int = -1
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class EpochEndOffsetResult:
+    topic: str
+    partition: int
+    error_code: ErrorCode
+    leader_epoch: int
+    end_offset: int
+
+
+@message(ApiKey.OFFSET_FOR_LEADER_EPOCH, kind=Kind.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class OffsetForLeaderEpochResponse:
+    partitions: tuple[EpochEndOffsetResult, ...]
+
+
+@message(ApiKey.OFFSET_FOR_LEADER_EPOCH, kind=Kind.REQUEST, response=OffsetForLeaderEpochResponse)
+@dataclass(frozen=True, slots=True)
+class OffsetForLeaderEpochRequest:
+    replica_id: int
+    partitions: tuple[OffsetForLeaderEpochPartition, ...]
+
+
+# --------------------------------------------------------------------------- AlterPartition (56)
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class AlterPartitionItem:
+    topic: str
+    partition: int
+    leader_epoch: int
+    new_isr: tuple[int, ...]
+    partition_epoch: int
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class AlterPartitionResult:
+    topic: str
+    partition: int
+    error_code: ErrorCode
+    leader_id: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
+
+
+@message(ApiKey.ALTER_PARTITION, kind=Kind.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class AlterPartitionResponse:
+    error_code: ErrorCode
+    partitions: tuple[AlterPartitionResult, ...] = ()
+
+
+@message(ApiKey.ALTER_PARTITION, kind=Kind.REQUEST, response=AlterPartitionResponse)
+@dataclass(frozen=True, slots=True)
+class AlterPartitionRequest:
+    broker_id: int
+    broker_epoch: int
+    partitions: tuple[AlterPartitionItem, ...]
