@@ -240,3 +240,43 @@ class AlterPartitionRequest:
     broker_id: int
     broker_epoch: int
     partitions: tuple[AlterPartitionItem, ...]
+
+
+# --------------------------------------------------------------------------- ListOffsets (2)
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class ListOffsetsPartition:
+    topic: str
+    partition: int
+    timestamp: int
+    """-1 latest, -2 earliest."""
+    current_leader_epoch: int = -1
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class ListOffsetsPartitionResponse:
+    topic: str
+    partition: int
+    error_code: ErrorCode
+    offset: int = -1
+    leader_epoch: int = -1
+
+
+@message(ApiKey.LIST_OFFSETS, kind=Kind.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class ListOffsetsResponse:
+    partitions: tuple[ListOffsetsPartitionResponse, ...]
+
+
+@message(ApiKey.LIST_OFFSETS, kind=Kind.REQUEST, response=ListOffsetsResponse)
+@dataclass(frozen=True, slots=True)
+class ListOffsetsRequest:
+    replica_id: int
+    """A broker's id: latest is the LEO; -1 (a consumer): latest is the HW."""
+    partitions: tuple[ListOffsetsPartition, ...]

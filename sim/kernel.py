@@ -140,12 +140,12 @@ class Kernel:
 
     # ----------------------------------------------------------------- nodes and actors
 
-    def add_node(self, spec: NodeSpec) -> None:
-        """Add a node and start its actors now."""
+    def add_node(self, spec: NodeSpec, disk: Disk | None = None) -> None:
+        """Add a node and start its actors now, from `disk` if given (a prepared state)."""
         if spec.name in self._nodes:
             msg = f"node {spec.name!r} already exists"
             raise ValueError(msg)
-        self._nodes[spec.name] = _Node(spec)
+        self._nodes[spec.name] = _Node(spec, disk=disk if disk is not None else Disk())
         self._start_actors(self._nodes[spec.name])
 
     @property

@@ -24,6 +24,9 @@ __all__ = [
 ]
 
 UNKNOWN_OFFSET = -1
+NEVER_MS = -(2**62)
+"""`lastCaughtUpTimeMs` of a replica that never caught up. Kafka uses 0, which is decades ago on
+a wall clock; simulated time starts at 0, so 0 would read as "just now"."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +35,9 @@ class ReplicaState:
 
     log_end_offset: int = UNKNOWN_OFFSET
     """The `fetch_offset` of the follower's last Fetch: not what the leader sent back."""
-    last_caught_up_time_ms: int = 0
+    last_caught_up_time_ms: int = NEVER_MS
     last_fetch_leader_log_end_offset: int = 0
-    last_fetch_time_ms: int = 0
+    last_fetch_time_ms: int = NEVER_MS
 
 
 def update_fetch_state(
@@ -60,8 +63,9 @@ def is_caught_up(state: ReplicaState, leader_leo: int, now_ms: int, max_lag_ms: 
 
 
 def reset_for_new_leader(in_isr: bool, now_ms: int) -> ReplicaState:
-    """`resetReplicaState` on becoming leader: the follower's LEO is unknown until it fetches."""
-    return replace(ReplicaState(), last_caught_up_time_ms=now_ms if in_isr else 0)
+    """`resetReplicaState` on becoming leader: the follower's LEO is unknown until it fetches;
+    an ISR member counts as caught up now, any other as never."""
+    return replace(ReplicaState(), last_caught_up_time_ms=now_ms if in_isr else NEVER_MS)
 
 
 def high_watermark(  # noqa: PLR0913 - the inputs of Kafka's rule, named

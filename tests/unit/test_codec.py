@@ -56,6 +56,10 @@ SAMPLES: dict[type, Any] = {
     r.OffsetForLeaderEpochResponse: r.OffsetForLeaderEpochResponse(
         (r.EpochEndOffsetResult("T", 0, E.NONE, 0, 2),)
     ),
+    r.ListOffsetsRequest: r.ListOffsetsRequest(1, (r.ListOffsetsPartition("T", 0, r.LATEST_TIMESTAMP, 6),)),
+    r.ListOffsetsResponse: r.ListOffsetsResponse(
+        (r.ListOffsetsPartitionResponse("T", 0, E.NONE, 5, 6),)
+    ),
     r.AlterPartitionRequest: r.AlterPartitionRequest(1, 25, (r.AlterPartitionItem("T", 0, 5, (1,), 3),)),
     r.AlterPartitionResponse: r.AlterPartitionResponse(
         E.NONE, (r.AlterPartitionResult("T", 0, E.NONE, 1, 5, (1,), 4),)

@@ -1,0 +1,242 @@
+"""The broker's replica manager as a behaviour: LeaderAndIsr, produce, fetch, and its tasks.
+
+Models `ReplicaManager`: `becomeLeaderOrFollower` with controller-epoch fencing (a request from
+an older controller gets STALE_CONTROLLER_EPOCH; a partition whose leader epoch is not newer is
+left alone), the `isr-expiration` task every `replica.lag.time.max.ms / 2` from start-up, and
+the HW checkpoint every `replica.high.watermark.checkpoint.interval.ms`. A restarted broker
+recovers every partition it finds on its disk and waits for the controller.
+
+The leader's handlers are in `leader.py`, the follower's in `follower.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors.broker import follower, leader
+from actors.broker.config import BrokerConfig
+from actors.broker.partition import Partition
+from actors.broker.partition_log import PartitionLog
+from actors.broker.state import BrokerState
+from actors.core import Address, Ctx, Inbound, Out
+from protocols.errors import ErrorCode
+from protocols.replication import (
+    AlterPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsrPartition,
+    LeaderAndIsrPartitionError,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    ProduceRequest,
+)
+from protocols.types import TopicPartition
+
+__all__ = ["Broker", "broker_id_of"]
+
+_LOG_SUFFIX = "/log"
+
+
+def broker_id_of(address: Address) -> int:
+    """`broker-2/broker` -> 2."""
+    return int(address.node.rsplit("-", 1)[1])
+
+
+class Broker:
+    """One broker's replica manager."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.state = BrokerState()
+
+    # ------------------------------------------------------------------ handlers
+
+    def on_start(self, ctx: Ctx) -> Out:
+        out = Out()
+        for name in sorted(ctx.disk):
+            if name.endswith(_LOG_SUFFIX):
+                topic, _, partition = name[: -len(_LOG_SUFFIX)].rpartition("-")
+                tp = TopicPartition(topic, int(partition))
+                self.state.partitions[tp] = Partition(tp, PartitionLog.recover(tp, ctx.disk))
+        out.emit(
+            "broker_started",
+            broker_id=self.config.broker_id,
+            partitions=[str(tp) for tp in sorted(self.state.partitions)],
+        )
+        out.set_timer("isr-expiration", 0)
+        out.set_timer("hw-checkpoint", self.config.replica_high_watermark_checkpoint_interval_ms)
+        return out
+
+    def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
+        out = Out()
+        match inbound.message:
+            case LeaderAndIsrRequest() as req:
+                self._on_leader_and_isr(ctx, out, inbound, req)
+            case ProduceRequest() as req:
+                leader.on_produce(self, ctx, out, inbound, req)
+            case FetchRequest() as req:
+                leader.on_fetch(self, ctx, out, inbound, req)
+            case OffsetForLeaderEpochRequest() as req:
+                leader.on_offset_for_leader_epoch(self, out, inbound, req)
+            case ListOffsetsRequest() as req:
+                leader.on_list_offsets(self, out, inbound, req)
+            case FetchResponse() as resp:
+                src = broker_id_of(inbound.src)
+                follower.on_fetch_response(self, ctx, out, src, inbound.correlation_id, resp)
+            case OffsetForLeaderEpochResponse() as resp:
+                src = broker_id_of(inbound.src)
+                follower.on_offset_for_leader_epoch_response(
+                    self, ctx, out, src, inbound.correlation_id, resp
+                )
+            case ListOffsetsResponse() as resp:
+                src = broker_id_of(inbound.src)
+                follower.on_list_offsets_response(self, ctx, out, src, inbound.correlation_id, resp)
+            case AlterPartitionResponse() as resp:
+                leader.on_alter_partition_response(self, ctx, out, resp)
+            case _:
+                out.emit("request_ignored", src=str(inbound.src), message=type(inbound.message).__name__)
+        return out
+
+    def on_timer(self, ctx: Ctx, key: str) -> Out:
+        out = Out()
+        kind, _, arg = key.partition(":")
+        if kind == "isr-expiration":
+            leader.maybe_shrink_isr(self, ctx, out)
+            out.set_timer("isr-expiration", self.config.replica_lag_time_max_ms // 2)
+        elif kind == "hw-checkpoint":
+            for tp in sorted(self.state.partitions):
+                self.state.partitions[tp].log.checkpoint_high_watermark(out)
+            out.set_timer("hw-checkpoint", self.config.replica_high_watermark_checkpoint_interval_ms)
+        elif kind == "fetch":
+            leader.complete_fetch(self, out, int(arg))
+        elif kind == "produce":
+            leader.expire_produce(self, out, int(arg))
+        elif kind == "fetcher-timeout":
+            follower.request_timed_out(self, ctx, out, int(arg))
+        elif kind == "fetcher-backoff":
+            session = self.state.sessions.get(int(arg))
+            if session is not None:
+                follower.maybe_send(self, ctx, out, session)
+        return out
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "broker_id": self.config.broker_id,
+            "controller_epoch": self.state.controller_epoch,
+            "partitions": {
+                str(tp): {
+                    "role": p.role.value,
+                    "leader": p.leader,
+                    "leader_epoch": p.leader_epoch,
+                    "partition_epoch": p.partition_epoch,
+                    "isr": sorted(p.isr),
+                    "log_end_offset": p.log.log_end_offset,
+                    "high_watermark": p.log.high_watermark,
+                    "epochs": [tuple(e) for e in p.log.epochs.entries],
+                    "log": [(r.offset, r.leader_epoch, r.value) for r in p.log.records],
+                    "remote_log_end_offsets": {b: s.log_end_offset for b, s in sorted(p.followers.items())},
+                }
+                for tp, p in sorted(self.state.partitions.items())
+            },
+        }
+
+    # ------------------------------------------------------------------ shared by both sides
+
+    def after_leader_change(self, ctx: Ctx, out: Out, partition: Partition, *, leo_changed: bool) -> None:
+        """After an append, a follower fetch or an ISR change: maybe move the HW, then complete
+        what can complete (an LEO change wakes follower fetches; an HW change, produces and
+        consumer fetches)."""
+        moved = partition.maybe_increment_high_watermark(
+            min_insync_replicas=self.config.min_insync_replicas,
+            eligible=set(partition.replicas),
+            now_ms=ctx.now_ms,
+            max_lag_ms=self.config.replica_lag_time_max_ms,
+            profile=self.config.profile,
+        )
+        if moved or leo_changed:
+            self.emit_offsets(out, partition)
+            leader.check_purgatory(self, ctx, out)
+
+    def emit_offsets(self, out: Out, partition: Partition) -> None:
+        out.emit(
+            "replica_offsets_changed",
+            topic=partition.tp.topic,
+            partition=partition.tp.partition,
+            role=partition.role.value,
+            leader_epoch=partition.leader_epoch,
+            log_end_offset=partition.log.log_end_offset,
+            high_watermark=partition.log.high_watermark,
+        )
+
+    # ------------------------------------------------------------------ LeaderAndIsr
+
+    def _on_leader_and_isr(self, ctx: Ctx, out: Out, inbound: Inbound, req: LeaderAndIsrRequest) -> None:
+        if req.controller_epoch < self.state.controller_epoch:
+            out.emit(
+                "leader_and_isr_rejected",
+                controller_id=req.controller_id,
+                controller_epoch=req.controller_epoch,
+                error=ErrorCode.STALE_CONTROLLER_EPOCH.name,
+            )
+            out.reply(inbound, LeaderAndIsrResponse(ErrorCode.STALE_CONTROLLER_EPOCH))
+            return
+        self.state.controller_epoch = req.controller_epoch
+        errors = []
+        for p in req.partitions:
+            error = self._become_leader_or_follower(ctx, out, p)
+            errors.append(LeaderAndIsrPartitionError(p.topic, p.partition, error))
+        leader.check_purgatory(self, ctx, out)
+        out.reply(inbound, LeaderAndIsrResponse(ErrorCode.NONE, tuple(errors)))
+
+    def _become_leader_or_follower(self, ctx: Ctx, out: Out, p: LeaderAndIsrPartition) -> ErrorCode:
+        tp = TopicPartition(p.topic, p.partition)
+        me = self.config.broker_id
+        if me not in p.replicas:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        partition = self.state.partitions.setdefault(tp, Partition(tp, PartitionLog(tp)))
+        if p.leader_epoch <= partition.leader_epoch:
+            # Only a newer leader epoch changes anything: this one was already applied.
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        assignment = {
+            "leader_epoch": p.leader_epoch,
+            "isr": frozenset(p.isr),
+            "replicas": tuple(p.replicas),
+            "partition_epoch": p.partition_epoch,
+            "controller_epoch": p.controller_epoch,
+        }
+        if p.leader == me:
+            partition.make_leader(**assignment, me=me, now_ms=ctx.now_ms)
+            follower.stop_following(self, tp)
+            if self.config.profile.epoch_start_on_become_leader:
+                partition.log.assign_epoch_start(out, p.leader_epoch)
+            out.emit(
+                "became_leader",
+                topic=tp.topic,
+                partition=tp.partition,
+                leader_epoch=p.leader_epoch,
+                isr=sorted(p.isr),
+                log_end_offset=partition.log.log_end_offset,
+                high_watermark=partition.log.high_watermark,
+            )
+            self.after_leader_change(ctx, out, partition, leo_changed=False)
+            return ErrorCode.NONE
+        partition.make_follower(leader=p.leader, **assignment)
+        out.emit(
+            "became_follower",
+            topic=tp.topic,
+            partition=tp.partition,
+            leader=p.leader,
+            leader_epoch=p.leader_epoch,
+            log_end_offset=partition.log.log_end_offset,
+            high_watermark=partition.log.high_watermark,
+        )
+        if p.leader >= 0:
+            follower.start_following(self, ctx, out, partition)
+        else:
+            follower.stop_following(self, tp)
+        return ErrorCode.NONE
+

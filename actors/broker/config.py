@@ -1,0 +1,43 @@
+"""A broker's configuration: its id, its peers, and Kafka's settings with their defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from actors.core import Address
+from sim.profiles import Profile
+
+__all__ = ["BROKER_ACTOR", "BrokerConfig", "broker_address"]
+
+BROKER_ACTOR = "broker"
+
+
+def broker_address(broker_id: int) -> Address:
+    return Address(f"broker-{broker_id}", BROKER_ACTOR)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    broker_id: int
+    profile: Profile = field(default_factory=lambda: Profile.for_version("3.9"))
+    controller: Address | None = None
+    """Where AlterPartition goes (2.7+). None until a controller exists in the cluster."""
+    min_insync_replicas: int = 1
+    replica_lag_time_max_ms: int = 30000
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_backoff_ms: int = 1000
+    replica_socket_timeout_ms: int = 30000
+    replica_high_watermark_checkpoint_interval_ms: int = 5000
+    replica_fetch_max_records: int = 500
+    """Stands in for replica.fetch.max.bytes: records are counted, not sized."""
+
+    @property
+    def address(self) -> Address:
+        return broker_address(self.broker_id)
+
+    @classmethod
+    def for_profile(cls, broker_id: int, profile: Profile, **settings: object) -> BrokerConfig:
+        """Defaults from the version profile (replica.lag.time.max.ms), then explicit settings."""
+        lag = profile.defaults["replica.lag.time.max.ms"]
+        return cls(broker_id, profile, **{"replica_lag_time_max_ms": lag, **settings})  # type: ignore[arg-type]

@@ -1,0 +1,271 @@
+"""The follower's side: fetch sessions, truncation, and applying what the leader sends.
+
+Models `ReplicaFetcherThread`/`AbstractFetcherThread`: one session per source broker with one
+request in flight, carrying every partition it follows from that broker. Truncation follows the
+version profile (KAFKA.md 1.7 and 1.8):
+- before 0.11: truncate to the local HW on becoming follower (the cause of S2 and S4);
+- 0.11 to 2.7: OffsetsForLeaderEpoch first, with the KIP-279 loop from 2.0;
+- 2.8 and later: fetch at once with `last_fetched_epoch`; a `diverging_epoch` answer truncates.
+After OFFSET_OUT_OF_RANGE the follower asks the leader's end offset (ListOffsets) and truncates
+to it if it is ahead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from actors.broker.config import broker_address
+from actors.broker.epoch_cache import EpochEntry, truncation_state
+from actors.broker.partition import Partition
+from actors.broker.state import FetchPhase, FetchSession, FollowedPartition
+from actors.core import Ctx, Out
+from protocols.errors import ErrorCode
+from protocols.replication import (
+    FetchedPartition,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochPartition,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
+from protocols.types import TopicPartition
+
+if TYPE_CHECKING:
+    from actors.broker.behavior import Broker
+
+__all__ = [
+    "maybe_send",
+    "on_fetch_response",
+    "on_list_offsets_response",
+    "on_offset_for_leader_epoch_response",
+    "request_timed_out",
+    "start_following",
+    "stop_following",
+]
+
+
+def stop_following(b: Broker, tp: TopicPartition) -> None:
+    for leader in sorted(b.state.sessions):
+        b.state.sessions[leader].partitions.pop(tp, None)
+
+
+def start_following(b: Broker, ctx: Ctx, out: Out, partition: Partition) -> None:
+    """`makeFollower` with a new epoch: truncate as the era does, then fetch from the leader."""
+    stop_following(b, partition.tp)
+    profile = b.config.profile
+    if not profile.leader_epochs:
+        _truncate(b, out, partition, partition.log.high_watermark, "high_watermark")
+        phase = FetchPhase.FETCHING
+    elif profile.truncate_on_fetch and partition.log.latest_epoch >= 0:
+        phase = FetchPhase.FETCHING
+    elif partition.log.latest_epoch >= 0:
+        phase = FetchPhase.TRUNCATING
+    else:
+        phase = FetchPhase.FETCHING  # an empty log has nothing to truncate
+    session = b.state.sessions.setdefault(partition.leader, FetchSession(partition.leader))
+    session.partitions[partition.tp] = FollowedPartition(partition.tp, partition.leader_epoch, phase)
+    maybe_send(b, ctx, out, session)
+
+
+def maybe_send(b: Broker, ctx: Ctx, out: Out, session: FetchSession) -> None:
+    """Send the session's next request if none is in flight: truncation first, then offsets
+    out of range, then one Fetch for every fetching partition."""
+    if session.in_flight is not None:
+        return
+    ready = [
+        f for tp, f in sorted(session.partitions.items()) if f.backoff_until_ms <= ctx.now_ms
+    ]
+    waiting = [f.backoff_until_ms for f in session.partitions.values() if f.backoff_until_ms > ctx.now_ms]
+    request = _next_request(b, ready)
+    if request is None:
+        if waiting:
+            out.set_timer(f"fetcher-backoff:{session.leader}", min(waiting) - ctx.now_ms)
+        return
+    session.in_flight = b.state.new_id()
+    out.send(broker_address(session.leader), request, session.in_flight)
+    out.set_timer(f"fetcher-timeout:{session.leader}", b.config.replica_socket_timeout_ms)
+
+
+def _next_request(
+    b: Broker, ready: list[FollowedPartition]
+) -> OffsetForLeaderEpochRequest | ListOffsetsRequest | FetchRequest | None:
+    me = b.config.broker_id
+    fencing = b.config.profile.fetch_epoch_fencing
+    truncating = [f for f in ready if f.phase is FetchPhase.TRUNCATING]
+    if truncating:
+        return OffsetForLeaderEpochRequest(
+            me,
+            tuple(
+                OffsetForLeaderEpochPartition(
+                    f.tp.topic,
+                    f.tp.partition,
+                    b.state.partitions[f.tp].log.latest_epoch,
+                    f.leader_epoch if fencing else -1,
+                )
+                for f in truncating
+            ),
+        )
+    out_of_range = [f for f in ready if f.phase is FetchPhase.OUT_OF_RANGE]
+    if out_of_range:
+        return ListOffsetsRequest(
+            me,
+            tuple(
+                ListOffsetsPartition(f.tp.topic, f.tp.partition, -1, f.leader_epoch if fencing else -1)
+                for f in out_of_range
+            ),
+        )
+    fetching = [f for f in ready if f.phase is FetchPhase.FETCHING]
+    if not fetching:
+        return None
+    on_fetch_epoch = b.config.profile.truncate_on_fetch
+    return FetchRequest(
+        replica_id=me,
+        max_wait_ms=b.config.replica_fetch_wait_max_ms,
+        min_bytes=b.config.replica_fetch_min_bytes,
+        partitions=tuple(
+            FetchPartition(
+                f.tp.topic,
+                f.tp.partition,
+                b.state.partitions[f.tp].log.log_end_offset,
+                b.state.partitions[f.tp].log.latest_epoch if on_fetch_epoch else -1,
+                f.leader_epoch if fencing else -1,
+            )
+            for f in fetching
+        ),
+    )
+
+
+def _session_for_response(b: Broker, leader: int, correlation_id: int) -> FetchSession | None:
+    session = b.state.sessions.get(leader)
+    if session is None or session.in_flight != correlation_id:
+        return None  # a response to a request this fetcher gave up on
+    session.in_flight = None
+    return session
+
+
+def _followed(session: FetchSession, tp: TopicPartition, phase: FetchPhase) -> FollowedPartition | None:
+    followed = session.partitions.get(tp)
+    return followed if followed is not None and followed.phase is phase else None
+
+
+def on_fetch_response(
+    b: Broker, ctx: Ctx, out: Out, leader: int, correlation_id: int, resp: FetchResponse
+) -> None:
+    session = _session_for_response(b, leader, correlation_id)
+    if session is None:
+        return
+    out.cancel_timer(f"fetcher-timeout:{leader}")
+    for answer in resp.partitions:
+        tp = TopicPartition(answer.topic, answer.partition)
+        followed = _followed(session, tp, FetchPhase.FETCHING)
+        if followed is not None:
+            _apply_fetched(b, ctx, out, followed, answer)
+    maybe_send(b, ctx, out, session)
+
+
+def _apply_fetched(b: Broker, ctx: Ctx, out: Out, followed: FollowedPartition, answer: FetchedPartition) -> None:
+    """`processPartitionData`: append, then HW = min(leader HW, own LEO); or handle the error."""
+    partition = b.state.partitions[followed.tp]
+    log = partition.log
+    if answer.error_code is ErrorCode.OFFSET_OUT_OF_RANGE:
+        followed.phase = FetchPhase.OUT_OF_RANGE
+        return
+    if answer.error_code is not ErrorCode.NONE:
+        # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH...: wait for the
+        # controller's next LeaderAndIsr, retrying after replica.fetch.backoff.ms.
+        followed.backoff_until_ms = ctx.now_ms + b.config.replica_fetch_backoff_ms
+        return
+    if answer.diverging_epoch is not None:
+        diverging = EpochEntry(answer.diverging_epoch.epoch, answer.diverging_epoch.end_offset)
+        state = truncation_state(diverging, log.epochs, log.log_end_offset, log.high_watermark)
+        _truncate(b, out, partition, state.offset, "diverging_epoch")
+        return
+    before = (log.log_end_offset, log.high_watermark)
+    log.append_as_follower(out, answer.records)
+    log.update_high_watermark(answer.high_watermark)
+    if (log.log_end_offset, log.high_watermark) != before:
+        b.emit_offsets(out, partition)
+
+
+def on_offset_for_leader_epoch_response(
+    b: Broker, ctx: Ctx, out: Out, leader: int, correlation_id: int, resp: OffsetForLeaderEpochResponse
+) -> None:
+    """Truncate by the leader's answer; loop again (KIP-279) until truncation is complete."""
+    session = _session_for_response(b, leader, correlation_id)
+    if session is None:
+        return
+    out.cancel_timer(f"fetcher-timeout:{leader}")
+    for answer in resp.partitions:
+        tp = TopicPartition(answer.topic, answer.partition)
+        followed = _followed(session, tp, FetchPhase.TRUNCATING)
+        if followed is None:
+            continue
+        if answer.error_code is not ErrorCode.NONE:
+            followed.backoff_until_ms = ctx.now_ms + b.config.replica_fetch_backoff_ms
+            continue
+        log = b.state.partitions[tp].log
+        if b.config.profile.epoch_start_on_become_leader:
+            offset, complete = truncation_state(
+                EpochEntry(answer.leader_epoch, answer.end_offset),
+                log.epochs,
+                log.log_end_offset,
+                log.high_watermark,
+            )
+        elif answer.end_offset < 0:
+            offset, complete = log.high_watermark, True
+        else:
+            # KIP-101 as shipped in 0.11: the answer had no epoch; truncate to its end offset once.
+            offset, complete = min(answer.end_offset, log.log_end_offset), True
+        _truncate(b, out, b.state.partitions[tp], offset, "leader_epoch")
+        if complete:
+            followed.phase = FetchPhase.FETCHING
+    maybe_send(b, ctx, out, session)
+
+
+def on_list_offsets_response(
+    b: Broker, ctx: Ctx, out: Out, leader: int, correlation_id: int, resp: ListOffsetsResponse
+) -> None:
+    """After OFFSET_OUT_OF_RANGE: truncate to the leader's end offset if this replica is ahead."""
+    session = _session_for_response(b, leader, correlation_id)
+    if session is None:
+        return
+    out.cancel_timer(f"fetcher-timeout:{leader}")
+    for answer in resp.partitions:
+        tp = TopicPartition(answer.topic, answer.partition)
+        followed = _followed(session, tp, FetchPhase.OUT_OF_RANGE)
+        if followed is None:
+            continue
+        if answer.error_code is not ErrorCode.NONE:
+            followed.backoff_until_ms = ctx.now_ms + b.config.replica_fetch_backoff_ms
+            continue
+        _truncate(b, out, b.state.partitions[tp], answer.offset, "offset_out_of_range")
+        followed.phase = FetchPhase.FETCHING
+    maybe_send(b, ctx, out, session)
+
+
+def request_timed_out(b: Broker, ctx: Ctx, out: Out, leader: int) -> None:
+    """`replica.socket.timeout.ms` passed without an answer: the request is lost; send again."""
+    session = b.state.sessions.get(leader)
+    if session is None or session.in_flight is None:
+        return
+    session.in_flight = None
+    maybe_send(b, ctx, out, session)
+
+
+def _truncate(b: Broker, out: Out, partition: Partition, offset: int, reason: str) -> None:
+    log = partition.log
+    before = log.log_end_offset
+    if log.truncate_to(out, offset):
+        out.emit(
+            "log_truncated",
+            topic=partition.tp.topic,
+            partition=partition.tp.partition,
+            from_offset=before,
+            to_offset=log.log_end_offset,
+            reason=reason,
+        )
+        b.emit_offsets(out, partition)

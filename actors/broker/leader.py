@@ -1,0 +1,404 @@
+"""The leader's side: produce, fetch, list offsets, offsets for leader epoch, the purgatory,
+and ISR shrink and expand.
+
+Models `ReplicaManager.appendRecords`/`fetchMessages`, `Partition.appendRecordsToLeader`,
+`Partition.fetchRecords` (read first, capturing the HW, then update the follower's fetch state:
+an immediate response carries the HW from *before* the fetch, KAFKA.md 1.4), `DelayedFetch`,
+`DelayedProduce`, and `maybeShrinkIsr`/`maybeExpandIsr` with AlterPartition (2.7+).
+
+Left out: idempotent-producer deduplication (the producer issue), transactions and the LSO.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from actors.broker.partition import Partition, PendingIsr
+from actors.broker.replica_state import can_join_isr, out_of_sync_replicas
+from actors.broker.state import DelayedFetch, DelayedProduce, PendingProduce
+from actors.core import Ctx, Inbound, Out
+from protocols.errors import ErrorCode
+from protocols.replication import (
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    EpochEndOffset,
+    EpochEndOffsetResult,
+    FetchedPartition,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+    Record,
+)
+from protocols.types import TopicPartition
+
+if TYPE_CHECKING:
+    from actors.broker.behavior import Broker
+
+__all__ = [
+    "check_purgatory",
+    "maybe_shrink_isr",
+    "on_alter_partition_response",
+    "on_fetch",
+    "on_list_offsets",
+    "on_offset_for_leader_epoch",
+    "on_produce",
+]
+
+ACKS = (0, 1, -1)
+
+
+# ----------------------------------------------------------------------------- produce
+
+
+def on_produce(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: ProduceRequest) -> None:
+    """`appendRecords`: append to each partition this broker leads, then answer by `acks`."""
+    results: dict[TopicPartition, ProducePartitionResponse] = {}
+    pending: dict[TopicPartition, PendingProduce] = {}
+    order = tuple(TopicPartition(p.topic, p.partition) for p in req.partitions)
+    for data in req.partitions:
+        tp = TopicPartition(data.topic, data.partition)
+        error = _produce_error(b, tp, req.acks)
+        if error is not ErrorCode.NONE:
+            results[tp] = ProducePartitionResponse(tp.topic, tp.partition, error)
+            out.emit("produce_rejected", topic=tp.topic, partition=tp.partition, error=error.name)
+            continue
+        partition = b.state.partitions[tp]
+        records = partition.log.append_as_leader(
+            out,
+            data.values,
+            partition.leader_epoch,
+            (data.producer_id, data.producer_epoch, data.base_sequence),
+        )
+        base = records[0].offset if records else partition.log.log_end_offset
+        out.emit(
+            "records_appended",
+            topic=tp.topic,
+            partition=tp.partition,
+            base_offset=base,
+            count=len(records),
+            leader_epoch=partition.leader_epoch,
+            producer_id=data.producer_id,
+            acks=req.acks,
+        )
+        pending[tp] = PendingProduce(partition.log.log_end_offset, base, partition.leader_epoch)
+        b.after_leader_change(ctx, out, partition, leo_changed=True)
+    if req.acks == 0:
+        return  # Kafka sends no response (and closes the connection on a failed append)
+    if req.acks == 1:
+        for tp, p in pending.items():
+            results[tp] = ProducePartitionResponse(tp.topic, tp.partition, ErrorCode.NONE, p.base_offset)
+        out.reply(inbound, _produce_response(order, results))
+        return
+    op = DelayedProduce(b.state.new_id(), inbound, pending, results, order, ctx.now_ms + req.timeout_ms)
+    if not _try_complete_produce(b, op):
+        b.state.delayed_produces[op.id] = op
+        out.set_timer(f"produce:{op.id}", req.timeout_ms)
+        return
+    out.reply(inbound, _produce_response(order, op.done))
+
+
+def _produce_error(b: Broker, tp: TopicPartition, acks: int) -> ErrorCode:
+    partition = b.state.partitions.get(tp)
+    if acks not in ACKS:
+        return ErrorCode.INVALID_REQUIRED_ACKS
+    if partition is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if not partition.is_leader:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    min_isr = min(b.config.min_insync_replicas, len(partition.replicas))
+    if acks == -1 and len(partition.isr) < min_isr:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return ErrorCode.NONE
+
+
+def _produce_response(
+    order: tuple[TopicPartition, ...], results: dict[TopicPartition, ProducePartitionResponse]
+) -> ProduceResponse:
+    return ProduceResponse(tuple(results[tp] for tp in order))
+
+
+def _try_complete_produce(b: Broker, op: DelayedProduce) -> bool:
+    """`checkEnoughReplicasReachOffset` for every waiting partition; True when all are done."""
+    for tp in sorted(op.pending):
+        wait = op.pending[tp]
+        partition = b.state.partitions.get(tp)
+        if partition is None or not partition.is_leader or partition.leader_epoch != wait.leader_epoch:
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        elif partition.log.high_watermark >= wait.required_offset:
+            min_isr = min(b.config.min_insync_replicas, len(partition.replicas))
+            enough = min_isr <= len(partition.maximal_isr)
+            error = ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        else:
+            continue
+        offset = wait.base_offset if error is not ErrorCode.NOT_LEADER_OR_FOLLOWER else -1
+        op.done[tp] = ProducePartitionResponse(tp.topic, tp.partition, error, offset)
+        del op.pending[tp]
+    return not op.pending
+
+
+def expire_produce(b: Broker, out: Out, op_id: int) -> None:
+    op = b.state.delayed_produces.pop(op_id, None)
+    if op is None:
+        return
+    for tp in sorted(op.pending):
+        op.done[tp] = ProducePartitionResponse(tp.topic, tp.partition, ErrorCode.REQUEST_TIMED_OUT, -1)
+    out.reply(op.inbound, _produce_response(op.order, op.done))
+
+
+# ----------------------------------------------------------------------------- fetch
+
+
+def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest) -> None:
+    """`fetchMessages`: read (HW captured first), update follower state, answer or park."""
+    readable = 0
+    immediate = req.max_wait_ms <= 0 or not req.partitions
+    answers = []
+    for fp in req.partitions:
+        answer, new_data = _read_partition(b, fp, req.replica_id)
+        answers.append(answer)
+        readable += len(answer.records)
+        if answer.error_code is not ErrorCode.NONE or answer.diverging_epoch is not None:
+            immediate = True
+        elif req.replica_id >= 0 and new_data is not None:
+            _follower_fetched(b, ctx, out, fp, req.replica_id)
+    if immediate or readable >= req.min_bytes:
+        out.reply(inbound, FetchResponse(tuple(answers)))
+        return
+    op = DelayedFetch(b.state.new_id(), inbound, req, ctx.now_ms + req.max_wait_ms)
+    b.state.delayed_fetches[op.id] = op
+    out.set_timer(f"fetch:{op.id}", req.max_wait_ms)
+
+
+def _read_partition(
+    b: Broker, fp: FetchPartition, replica_id: int
+) -> tuple[FetchedPartition, tuple[Record, ...] | None]:
+    """`readFromLocalLog` for one partition: the answer, and the records read (None on error)."""
+    tp = TopicPartition(fp.topic, fp.partition)
+    partition = b.state.partitions.get(tp)
+
+    def error(code: ErrorCode, hw: int = -1) -> tuple[FetchedPartition, None]:
+        return FetchedPartition(tp.topic, tp.partition, code, hw), None
+
+    if partition is None:
+        return error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if not partition.is_leader:
+        return error(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    fenced = _check_leader_epoch(b, partition, fp.current_leader_epoch)
+    if fenced is not ErrorCode.NONE:
+        return error(fenced)
+    log = partition.log
+    hw = log.high_watermark
+    if b.config.profile.truncate_on_fetch and fp.last_fetched_epoch >= 0 and replica_id >= 0:
+        epoch, end = log.end_offset_for(fp.last_fetched_epoch)
+        if epoch < fp.last_fetched_epoch or end < fp.fetch_offset:
+            diverging = EpochEndOffset(epoch, end)
+            return FetchedPartition(tp.topic, tp.partition, ErrorCode.NONE, hw, (), diverging), None
+    if fp.fetch_offset > log.log_end_offset or fp.fetch_offset < 0:
+        return error(ErrorCode.OFFSET_OUT_OF_RANGE, hw)
+    # Followers read to the LEO; consumers (read_uncommitted) to the HW.
+    bound = log.log_end_offset if replica_id >= 0 else hw
+    records = log.read(fp.fetch_offset, bound, b.config.replica_fetch_max_records)
+    return FetchedPartition(tp.topic, tp.partition, ErrorCode.NONE, hw, records), records
+
+
+def _check_leader_epoch(b: Broker, partition: Partition, current_leader_epoch: int) -> ErrorCode:
+    """KIP-320 (2.1+): `checkCurrentLeaderEpoch`."""
+    if not b.config.profile.fetch_epoch_fencing or current_leader_epoch < 0:
+        return ErrorCode.NONE
+    if current_leader_epoch < partition.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    if current_leader_epoch > partition.leader_epoch:
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    return ErrorCode.NONE
+
+
+def _follower_fetched(b: Broker, ctx: Ctx, out: Out, fp: FetchPartition, replica: int) -> None:
+    """`updateFollowerFetchState`: remote LEO, then ISR expansion, then the HW."""
+    partition = b.state.partitions[TopicPartition(fp.topic, fp.partition)]
+    if replica not in partition.replicas:
+        return
+    partition.record_follower_fetch(replica, fp.fetch_offset, ctx.now_ms)
+    _maybe_expand_isr(b, ctx, out, partition, replica)
+    b.after_leader_change(ctx, out, partition, leo_changed=False)
+
+
+def check_purgatory(b: Broker, ctx: Ctx, out: Out) -> None:
+    """Complete every delayed operation that can complete now (after any LEO, HW or role change)."""
+    for op_id in sorted(b.state.delayed_produces):
+        op = b.state.delayed_produces[op_id]
+        if _try_complete_produce(b, op):
+            del b.state.delayed_produces[op_id]
+            out.cancel_timer(f"produce:{op_id}")
+            out.reply(op.inbound, _produce_response(op.order, op.done))
+    for op_id in sorted(b.state.delayed_fetches):
+        op = b.state.delayed_fetches[op_id]
+        if _fetch_can_complete(b, op):
+            complete_fetch(b, out, op_id)
+            out.cancel_timer(f"fetch:{op_id}")
+
+
+def _fetch_can_complete(b: Broker, op: DelayedFetch) -> bool:
+    """`DelayedFetch.tryComplete`, conditions A to H of KAFKA.md 1.4."""
+    readable = 0
+    for fp in op.request.partitions:
+        partition = b.state.partitions.get(TopicPartition(fp.topic, fp.partition))
+        if partition is None or not partition.is_leader:
+            return True
+        if _check_leader_epoch(b, partition, fp.current_leader_epoch) is not ErrorCode.NONE:
+            return True
+        log = partition.log
+        end = log.log_end_offset if op.is_follower else log.high_watermark
+        if fp.fetch_offset > end:
+            return True
+        if op.is_follower and b.config.profile.truncate_on_fetch and fp.last_fetched_epoch >= 0:
+            epoch, offset = log.end_offset_for(fp.last_fetched_epoch)
+            if epoch < fp.last_fetched_epoch or offset < fp.fetch_offset:
+                return True
+        readable += end - fp.fetch_offset
+    return readable >= op.request.min_bytes
+
+
+def complete_fetch(b: Broker, out: Out, op_id: int) -> None:
+    """`DelayedFetch.onComplete`: read again, without updating follower state, with the current HW."""
+    op = b.state.delayed_fetches.pop(op_id, None)
+    if op is None:
+        return
+    answers = tuple(_read_partition(b, fp, op.request.replica_id)[0] for fp in op.request.partitions)
+    out.reply(op.inbound, FetchResponse(answers))
+
+
+# ----------------------------------------------------------------------------- offsets
+
+
+def on_offset_for_leader_epoch(
+    b: Broker, out: Out, inbound: Inbound, req: OffsetForLeaderEpochRequest
+) -> None:
+    answers = []
+    for p in req.partitions:
+        tp = TopicPartition(p.topic, p.partition)
+        partition = b.state.partitions.get(tp)
+        if partition is None or not partition.is_leader:
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        else:
+            error = _check_leader_epoch(b, partition, p.current_leader_epoch)
+        if error is not ErrorCode.NONE or partition is None:
+            answers.append(EpochEndOffsetResult(tp.topic, tp.partition, error, -1, -1))
+            continue
+        epoch, end = partition.log.end_offset_for(p.leader_epoch)
+        answers.append(EpochEndOffsetResult(tp.topic, tp.partition, ErrorCode.NONE, epoch, end))
+    out.reply(inbound, OffsetForLeaderEpochResponse(tuple(answers)))
+
+
+def on_list_offsets(b: Broker, out: Out, inbound: Inbound, req: ListOffsetsRequest) -> None:
+    """Latest (-1) is the LEO for a replica and the HW for a consumer; earliest (-2) is 0."""
+    answers = []
+    for p in req.partitions:
+        tp = TopicPartition(p.topic, p.partition)
+        partition = b.state.partitions.get(tp)
+        if partition is None or not partition.is_leader:
+            answers.append(ListOffsetsPartitionResponse(tp.topic, tp.partition, ErrorCode.NOT_LEADER_OR_FOLLOWER))
+            continue
+        log = partition.log
+        if p.timestamp == -2:  # noqa: PLR2004 - EARLIEST_TIMESTAMP
+            offset = 0
+        else:
+            offset = log.log_end_offset if req.replica_id >= 0 else log.high_watermark
+        answers.append(
+            ListOffsetsPartitionResponse(tp.topic, tp.partition, ErrorCode.NONE, offset, partition.leader_epoch)
+        )
+    out.reply(inbound, ListOffsetsResponse(tuple(answers)))
+
+
+# ----------------------------------------------------------------------------- ISR changes
+
+
+def maybe_shrink_isr(b: Broker, ctx: Ctx, out: Out) -> None:
+    """The `isr-expiration` task: drop followers that are not caught up."""
+    for tp in sorted(b.state.partitions):
+        partition = b.state.partitions[tp]
+        if not partition.is_leader or partition.pending_isr is not None:
+            continue
+        lagging = out_of_sync_replicas(
+            partition.isr,
+            b.config.broker_id,
+            partition.followers,
+            partition.log.log_end_offset,
+            ctx.now_ms,
+            b.config.replica_lag_time_max_ms,
+        )
+        if lagging:
+            _propose_isr(b, ctx, out, partition, partition.isr - lagging)
+
+
+def _maybe_expand_isr(b: Broker, ctx: Ctx, out: Out, partition: Partition, replica: int) -> None:
+    if replica in partition.isr or partition.pending_isr is not None:
+        return
+    state = partition.followers[replica]
+    epoch_start = partition.log.epoch_start_offset()
+    if can_join_isr(state, partition.log.high_watermark, epoch_start, b.config.profile):
+        _propose_isr(b, ctx, out, partition, partition.isr | {replica})
+
+
+def _propose_isr(b: Broker, ctx: Ctx, out: Out, partition: Partition, new_isr: frozenset[int]) -> None:
+    """Send AlterPartition (2.7+) to the controller; without one, commit at the leader.
+
+    Until the controller issue lands, a cluster has no controller: the leader then commits the
+    change itself and bumps the partition epoch, which is what a pre-2.7 leader did with its
+    compare-and-set write of the partition-state znode.
+    """
+    controller = b.config.controller
+    if controller is None:
+        _commit_isr(b, ctx, out, partition, new_isr, partition.partition_epoch + 1)
+        return
+    partition.pending_isr = PendingIsr(new_isr, partition.partition_epoch)
+    item = AlterPartitionItem(
+        partition.tp.topic,
+        partition.tp.partition,
+        partition.leader_epoch,
+        tuple(sorted(new_isr)),
+        partition.partition_epoch,
+    )
+    out.send(controller, AlterPartitionRequest(b.config.broker_id, -1, (item,)), b.state.new_id())
+
+
+def on_alter_partition_response(b: Broker, ctx: Ctx, out: Out, resp: AlterPartitionResponse) -> None:
+    for result in resp.partitions:
+        partition = b.state.partitions.get(TopicPartition(result.topic, result.partition))
+        if partition is None or partition.pending_isr is None:
+            continue
+        partition.pending_isr = None
+        if result.error_code is ErrorCode.NONE and result.leader_epoch == partition.leader_epoch:
+            _commit_isr(b, ctx, out, partition, frozenset(result.isr), result.partition_epoch)
+        else:
+            out.emit(
+                "isr_change_failed",
+                topic=partition.tp.topic,
+                partition=partition.tp.partition,
+                error=result.error_code.name,
+            )
+
+
+def _commit_isr(
+    b: Broker, ctx: Ctx, out: Out, partition: Partition, new_isr: frozenset[int], partition_epoch: int
+) -> None:
+    grew = new_isr > partition.isr
+    partition.isr = new_isr
+    partition.partition_epoch = partition_epoch
+    out.emit(
+        "isr_expanded" if grew else "isr_shrunk",
+        topic=partition.tp.topic,
+        partition=partition.tp.partition,
+        isr=sorted(new_isr),
+        leader_epoch=partition.leader_epoch,
+        partition_epoch=partition_epoch,
+    )
+    b.after_leader_change(ctx, out, partition, leo_changed=False)

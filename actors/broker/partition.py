@@ -1,0 +1,153 @@
+"""One partition as one broker sees it: its role, epochs, ISR and, when leader, its followers.
+
+Models `kafka.cluster.Partition`: `makeLeader`, `makeFollower`, the follower fetch-state update,
+`maybeIncrementLeaderHW`, and the ISR bookkeeping of KIP-497 (an ISR change in flight makes the
+leader use the *maximal* ISR, the committed ISR plus pending additions, for the HW and acks).
+The arithmetic is in `replica_state`; this module holds the state and applies it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from actors.broker.partition_log import PartitionLog
+from actors.broker.replica_state import (
+    ReplicaState,
+    high_watermark,
+    reset_for_new_leader,
+    update_fetch_state,
+)
+from protocols.types import NO_LEADER, TopicPartition
+from sim.profiles import Profile
+
+__all__ = ["Partition", "PendingIsr", "Role"]
+
+
+class Role(Enum):
+    """What this broker does for the partition.
+
+    - OFFLINE: not (yet) told, or told to stop. Transition: LEADER or FOLLOWER on LeaderAndIsr.
+    - LEADER: accepts produce, serves fetches, tracks followers. Transition: FOLLOWER on a
+      LeaderAndIsr naming another leader with a higher epoch.
+    - FOLLOWER: fetches from the leader. Transition: LEADER on a LeaderAndIsr naming this broker.
+    """
+
+    OFFLINE = "offline"
+    LEADER = "leader"
+    FOLLOWER = "follower"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingIsr:
+    """An AlterPartition in flight (KIP-497): the ISR the leader asked for."""
+
+    isr: frozenset[int]
+    sent_partition_epoch: int
+
+
+@dataclass(slots=True)
+class Partition:
+    tp: TopicPartition
+    log: PartitionLog
+    role: Role = Role.OFFLINE
+    replicas: tuple[int, ...] = ()
+    leader: int = NO_LEADER
+    leader_epoch: int = -1
+    partition_epoch: int = -1
+    controller_epoch: int = -1
+    isr: frozenset[int] = frozenset()
+    pending_isr: PendingIsr | None = None
+    followers: dict[int, ReplicaState] = field(default_factory=dict)
+
+    @property
+    def maximal_isr(self) -> frozenset[int]:
+        """Committed ISR plus pending additions (a pending shrink removes nothing yet)."""
+        if self.pending_isr is None:
+            return self.isr
+        return self.isr | self.pending_isr.isr
+
+    @property
+    def is_leader(self) -> bool:
+        return self.role is Role.LEADER
+
+    def make_leader(  # noqa: PLR0913 - LeaderAndIsr's fields
+        self,
+        *,
+        leader_epoch: int,
+        isr: frozenset[int],
+        replicas: tuple[int, ...],
+        partition_epoch: int,
+        controller_epoch: int,
+        me: int,
+        now_ms: int,
+    ) -> bool:
+        """Become leader; return True if the epoch is new (the follower state was reset)."""
+        new_epoch = leader_epoch != self.leader_epoch or self.role is not Role.LEADER
+        self._update_assignment(leader_epoch, isr, replicas, partition_epoch, controller_epoch)
+        self.role, self.leader, self.pending_isr = Role.LEADER, me, None
+        if new_epoch:
+            self.followers = {
+                r: reset_for_new_leader(r in isr, now_ms) for r in sorted(replicas) if r != me
+            }
+        return new_epoch
+
+    def make_follower(  # noqa: PLR0913
+        self,
+        *,
+        leader: int,
+        leader_epoch: int,
+        isr: frozenset[int],
+        replicas: tuple[int, ...],
+        partition_epoch: int,
+        controller_epoch: int,
+    ) -> bool:
+        """Become follower of `leader`; return True if the epoch or the leader is new."""
+        changed = leader_epoch != self.leader_epoch or leader != self.leader or self.role is not Role.FOLLOWER
+        self._update_assignment(leader_epoch, isr, replicas, partition_epoch, controller_epoch)
+        self.role, self.leader, self.pending_isr = Role.FOLLOWER, leader, None
+        self.followers = {}
+        return changed
+
+    def record_follower_fetch(self, replica: int, fetch_offset: int, now_ms: int) -> None:
+        previous = self.followers.get(replica, ReplicaState())
+        self.followers[replica] = update_fetch_state(
+            previous, fetch_offset, now_ms, self.log.log_end_offset
+        )
+
+    def maybe_increment_high_watermark(
+        self, *, min_insync_replicas: int, eligible: set[int], now_ms: int, max_lag_ms: int, profile: Profile
+    ) -> bool:
+        """Apply `maybeIncrementLeaderHW`; True if the HW moved."""
+        before = self.log.high_watermark
+        new_hw = high_watermark(
+            current_hw=before,
+            leader_leo=self.log.log_end_offset,
+            followers=self.followers,
+            maximal_isr=self.maximal_isr,
+            isr_size=len(self.isr),
+            replication_factor=len(self.replicas),
+            min_insync_replicas=min_insync_replicas,
+            eligible=eligible.__contains__,
+            now_ms=now_ms,
+            max_lag_ms=max_lag_ms,
+            profile=profile,
+        )
+        if new_hw > before:
+            self.log.update_high_watermark(new_hw)
+            return True
+        return False
+
+    def _update_assignment(
+        self,
+        leader_epoch: int,
+        isr: frozenset[int],
+        replicas: tuple[int, ...],
+        partition_epoch: int,
+        controller_epoch: int,
+    ) -> None:
+        self.leader_epoch = leader_epoch
+        self.isr = isr
+        self.replicas = replicas
+        self.partition_epoch = partition_epoch
+        self.controller_epoch = controller_epoch

@@ -1,0 +1,102 @@
+"""The broker's mutable state: partitions, purgatory entries and follower fetch sessions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from actors.broker.partition import Partition
+from actors.core import Inbound
+from protocols.replication import FetchRequest, ProducePartitionResponse
+from protocols.types import TopicPartition
+
+__all__ = [
+    "BrokerState",
+    "DelayedFetch",
+    "DelayedProduce",
+    "FetchPhase",
+    "FetchSession",
+    "FollowedPartition",
+    "PendingProduce",
+]
+
+
+@dataclass(slots=True)
+class DelayedFetch:
+    """A fetch parked in purgatory (`DelayedFetch.scala`) until data, an error or its wait."""
+
+    id: int
+    inbound: Inbound
+    request: FetchRequest
+    expires_ms: int
+
+    @property
+    def is_follower(self) -> bool:
+        return self.request.replica_id >= 0
+
+
+@dataclass(frozen=True, slots=True)
+class PendingProduce:
+    required_offset: int
+    base_offset: int
+    leader_epoch: int
+
+
+@dataclass(slots=True)
+class DelayedProduce:
+    """An acks=all produce waiting for HW >= required offset (`DelayedProduce.scala`)."""
+
+    id: int
+    inbound: Inbound
+    pending: dict[TopicPartition, PendingProduce]
+    done: dict[TopicPartition, ProducePartitionResponse]
+    order: tuple[TopicPartition, ...]
+    expires_ms: int
+
+
+class FetchPhase(Enum):
+    """Where a followed partition is in the fetcher (`PartitionFetchState`).
+
+    - TRUNCATING: waiting for OffsetsForLeaderEpoch (0.11 to 2.7). Transition: FETCHING once
+      truncation is complete.
+    - FETCHING: included in every Fetch to the leader. Transition: OUT_OF_RANGE on
+      OFFSET_OUT_OF_RANGE; TRUNCATING never (2.8+ truncates on the fetch response).
+    - OUT_OF_RANGE: asking the leader's end offset (ListOffsets). Transition: FETCHING.
+    """
+
+    TRUNCATING = "truncating"
+    FETCHING = "fetching"
+    OUT_OF_RANGE = "out_of_range"
+
+
+@dataclass(slots=True)
+class FollowedPartition:
+    tp: TopicPartition
+    leader_epoch: int
+    phase: FetchPhase
+    backoff_until_ms: int = 0
+
+
+@dataclass(slots=True)
+class FetchSession:
+    """One fetcher per source broker: one request in flight, carrying all its partitions."""
+
+    leader: int
+    partitions: dict[TopicPartition, FollowedPartition] = field(default_factory=dict)
+    in_flight: int | None = None
+    """The correlation id of the request in flight."""
+
+
+@dataclass(slots=True)
+class BrokerState:
+    partitions: dict[TopicPartition, Partition] = field(default_factory=dict)
+    controller_epoch: int = -1
+    delayed_fetches: dict[int, DelayedFetch] = field(default_factory=dict)
+    delayed_produces: dict[int, DelayedProduce] = field(default_factory=dict)
+    sessions: dict[int, FetchSession] = field(default_factory=dict)
+    next_id: int = 0
+    """Purgatory ids and correlation ids, from one counter."""
+
+    def new_id(self) -> int:
+        self.next_id += 1
+        return self.next_id

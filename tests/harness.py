@@ -1,0 +1,153 @@
+"""A scripted actor for scenario tests: it sends what the script says when it says, records
+every message it receives, and can answer AlterPartition as the controller would
+(`KafkaController.tryProcessAlterPartition`: accept a request with the current leader epoch and
+partition epoch, bump the partition epoch). It is how tests drive brokers before the
+controller exists (issue 3 allows driving LeaderAndIsr directly)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors.broker.behavior import Broker
+from actors.broker.config import BROKER_ACTOR, BrokerConfig
+from actors.core import Address, Ctx, Inbound, Out
+from protocols.errors import ErrorCode
+from protocols.replication import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    AlterPartitionResult,
+    LeaderAndIsrPartition,
+    LeaderAndIsrRequest,
+)
+from sim.disk import Disk
+from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec
+from sim.network import NetworkConfig
+from sim.profiles import Profile
+
+SCRIPT = Address("harness", "script")
+
+
+@dataclass
+class Script:
+    """Sends `(at_ms, dst, message, correlation_id)` entries; records what comes back."""
+
+    steps: list[tuple[int, Address, Any, int]] = field(default_factory=list)
+    received: list[tuple[int, Address, Any]] = field(default_factory=list)
+    partition_epochs: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def on_start(self, ctx: Ctx) -> Out:
+        out = Out()
+        for i, (at, *_rest) in enumerate(self.steps):
+            out.set_timer(f"step:{i}", max(0, at - ctx.now_ms))
+        return out
+
+    def on_timer(self, ctx: Ctx, key: str) -> Out:
+        out = Out()
+        _, dst, message, correlation_id = self.steps[int(key.split(":")[1])]
+        out.send(dst, message, correlation_id)
+        return out
+
+    def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
+        out = Out()
+        self.received.append((ctx.now_ms, inbound.src, inbound.message))
+        if isinstance(inbound.message, AlterPartitionRequest):
+            results = []
+            for item in inbound.message.partitions:
+                key = (item.topic, item.partition)
+                current = self.partition_epochs.get(key, item.partition_epoch)
+                if item.partition_epoch != current:
+                    results.append(AlterPartitionResult(item.topic, item.partition, ErrorCode.INVALID_UPDATE_VERSION))
+                    continue
+                self.partition_epochs[key] = current + 1
+                results.append(
+                    AlterPartitionResult(
+                        item.topic, item.partition, ErrorCode.NONE, inbound.message.broker_id,
+                        item.leader_epoch, item.new_isr, current + 1,
+                    )
+                )
+            out.reply(inbound, AlterPartitionResponse(ErrorCode.NONE, tuple(results)))
+        return out
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"received": list(self.received)}
+
+
+def leader_and_isr(
+    leader: int, leader_epoch: int, isr: tuple[int, ...], replicas: tuple[int, ...] = (1, 2),
+    *, controller_epoch: int = 1, partition_epoch: int = 0, topic: str = "T", partition: int = 0,
+) -> LeaderAndIsrRequest:
+    return LeaderAndIsrRequest(
+        controller_id=0,
+        controller_epoch=controller_epoch,
+        partitions=(
+            LeaderAndIsrPartition(
+                topic, partition, controller_epoch, leader, leader_epoch, isr, partition_epoch, replicas
+            ),
+        ),
+    )
+
+
+def build(
+    version: str,
+    brokers: tuple[int, ...],
+    script: Script,
+    *,
+    disks: dict[int, Disk] | None = None,
+    with_controller: bool = True,
+    host: HostKind = HostKind.DIRECT,
+    **settings: Any,
+) -> Kernel:
+    """Brokers `broker-N` (latency exactly 1 ms, so times are exact) and the script."""
+    kernel = Kernel(seed=1, run_id="scenario", network=NetworkConfig(1, 1), host=host)
+    profile = Profile.for_version(version)
+    kernel.add_node(NodeSpec("harness", (ActorSpec("script", lambda: script),)))
+    for b in brokers:
+        config = BrokerConfig.for_profile(
+            b, profile, controller=SCRIPT if with_controller else None, **settings
+        )
+        kernel.add_node(
+            NodeSpec(f"broker-{b}", (ActorSpec(BROKER_ACTOR, lambda c=config: Broker(c)),)),
+            disk=(disks or {}).get(b),
+        )
+    return kernel
+
+
+def partition_view(kernel: Kernel, broker: int, tp: str = "T-0") -> dict[str, Any]:
+    return kernel.snapshot(Address(f"broker-{broker}", BROKER_ACTOR))["partitions"][tp]
+
+
+def seeded_disk(
+    values: list[tuple[str, int]],
+    *,
+    high_watermark: int,
+    flushed: int | None = None,
+    tp: str = "T-0",
+) -> Disk:
+    """A broker disk holding one partition: records `(value, leader_epoch)`, the first `flushed`
+    of them durable (all by default), the HW checkpoint and the epoch checkpoint they imply."""
+    from actors.broker.epoch_cache import EpochCache
+    from actors.broker.partition_log import epoch_file, hw_file, log_file
+    from actors.core import Append, Flush, WriteFile
+    from protocols.replication import Record
+    from protocols.types import TopicPartition
+
+    topic, _, partition = tp.rpartition("-")
+    key = TopicPartition(topic, int(partition))
+    records = tuple(Record(i, epoch, value) for i, (value, epoch) in enumerate(values))
+    durable = len(records) if flushed is None else flushed
+    epochs = EpochCache()
+    for record in records:
+        if record.leader_epoch > epochs.latest_epoch:
+            epochs = epochs.assign(record.leader_epoch, record.offset)
+    disk = Disk()
+    disk.apply(Append(log_file(key), records[:durable]))
+    disk.apply(Flush(log_file(key)))
+    disk.apply(Append(log_file(key), records[durable:]))
+    disk.apply(WriteFile(epoch_file(key), tuple(tuple(e) for e in epochs.entries)))
+    disk.apply(WriteFile(hw_file(key), high_watermark))
+    return disk
+
+
+def log_values(kernel: Kernel, broker: int, tp: str = "T-0") -> list[str]:
+    return [value for _, _, value in partition_view(kernel, broker, tp)["log"]]
