@@ -100,7 +100,10 @@ def derive_seed(seed: int, *parts: object) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
-Observer = Callable[[dict[str, Any]], None]
+Observer = Callable[[dict[str, Any]], Any]
+"""Called with every event in log order; may return violations (objects with `invariant`,
+`ts_ms`, `node`, `detail` and `as_dict()`), which the kernel logs and, unless the run only
+reports them, fails the run on."""
 
 
 class Kernel:
@@ -132,6 +135,8 @@ class Kernel:
         self._log_ts = 0
         self._log = ActorLog(self.trace, KERNEL.node, KERNEL.actor, lambda: self._log_ts)
         self._observers: list[Observer] = []
+        self.fail_on_violation = True
+        self.invariant_violations: list[dict[str, Any]] = []
         self.delivered = 0
         self.handled = 0
         self.rejected_frames = 0
@@ -473,7 +478,26 @@ class Kernel:
         for line in lines:
             log.write(line.line)
             for observer in observers:
-                observer(line.event)
+                violations = observer(line.event)
+                if violations:
+                    self._violated(violations)
+
+    def _violated(self, violations: list[Any]) -> None:
+        """Log each violation right after the event that broke it; fail the run unless the
+        scenario only reports violations (a study of an unsafe configuration)."""
+        for v in violations:
+            self.invariant_violations.append(v.as_dict())
+            self._kernel_emit(
+                v.ts_ms, "invariant_violated", invariant=v.invariant, target=v.node, detail=v.detail
+            )
+        for line in self._log.take():
+            self.event_log.write(line.line)
+        if self.fail_on_violation:
+            first = violations[0]
+            self.event_log.flush()
+            raise SimulationFailed(
+                self.seed, first.ts_ms, first.node, f"invariant {first.invariant}", first.detail
+            )
 
 
 def _line_ts(line: LogLine) -> int:

@@ -21,6 +21,7 @@ from protocols.replication import (
     LeaderAndIsrRequest,
 )
 from sim.disk import Disk
+from sim.invariants import Invariants
 from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec
 from sim.network import NetworkConfig
 from sim.profiles import Profile
@@ -100,6 +101,7 @@ def build(
 ) -> Kernel:
     """Brokers `broker-N` (latency exactly 1 ms, so times are exact) and the script."""
     kernel = Kernel(seed=1, run_id="scenario", network=NetworkConfig(1, 1), host=host)
+    kernel.observe(Invariants())  # every scenario runs with the invariants checked after each event
     profile = Profile.for_version(version)
     kernel.add_node(NodeSpec("harness", (ActorSpec("script", lambda: script),)))
     for b in brokers:
@@ -151,3 +153,9 @@ def seeded_disk(
 
 def log_values(kernel: Kernel, broker: int, tp: str = "T-0") -> list[str]:
     return [value for _, _, value in partition_view(kernel, broker, tp)["log"]]
+
+
+def final_replicas(kernel: Kernel, brokers: tuple[int, ...], tp: str = "T-0") -> dict[int, tuple[list[tuple[int, int, str]], int]]:
+    """Each replica's (log, HW), the input of `sim.invariants.diverged_replicas`."""
+    views = {b: partition_view(kernel, b, tp) for b in brokers}
+    return {b: ([tuple(r) for r in v["log"]], v["high_watermark"]) for b, v in views.items()}

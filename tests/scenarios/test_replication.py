@@ -16,7 +16,16 @@ from protocols.replication import (
 )
 import pytest
 
-from tests.harness import Script, build, leader_and_isr, log_values, partition_view, seeded_disk
+from sim.invariants import diverged_replicas, lost_acknowledged
+from tests.harness import (
+    Script,
+    build,
+    final_replicas,
+    leader_and_isr,
+    log_values,
+    partition_view,
+    seeded_disk,
+)
 
 B1, B2 = broker_address(1), broker_address(2)
 
@@ -93,6 +102,9 @@ def test_s2_pre_kip_101_truncation_to_hw_loses_the_acknowledged_record() -> None
     kernel.run(100)
     assert log_values(kernel, 2) == ["m0", "m2"]  # the next write reuses offset 1
     assert log_values(kernel, 1) == ["m0", "m2"]
+    # the end-of-run check: m1 was acknowledged (its HW was 2 on the leader) and is gone
+    assert lost_acknowledged(["m0", "m1", "m2"], log_values(kernel, 2)) == ["m1"]
+    assert diverged_replicas(final_replicas(kernel, (1, 2))) == []
     kernel.shutdown()
 
 
@@ -102,6 +114,7 @@ def test_s3_with_leader_epochs_nothing_is_lost(version: str) -> None:
     kernel.run(100)
     assert log_values(kernel, 2) == ["m0", "m1", "m2"]
     assert log_values(kernel, 1) == ["m0", "m1", "m2"]
+    assert lost_acknowledged(["m0", "m1", "m2"], log_values(kernel, 2)) == []
     kernel.shutdown()
 
 
@@ -137,6 +150,10 @@ def test_s4_pre_kip_101_double_failure_leaves_replicas_diverged_forever() -> Non
     kernel.run(5000)
     assert log_values(kernel, 1) == ["m0", "m1"]
     assert log_values(kernel, 2) == ["m0", "m2"]
+    # both HWs reached 2, so the committed prefixes disagree at offset 1
+    assert diverged_replicas(final_replicas(kernel, (1, 2))) == [
+        {"replicas": [1, 2], "offset": 1, "values": ["m1", "m2"]}
+    ]
     kernel.shutdown()
 
 
@@ -147,6 +164,7 @@ def test_s5_with_epochs_the_follower_truncates_the_diverged_record(version: str)
     assert log_values(kernel, 1) == ["m0", "m2"]
     assert log_values(kernel, 2) == ["m0", "m2"]
     assert partition_view(kernel, 2)["epochs"] == [(0, 0), (1, 1)]
+    assert diverged_replicas(final_replicas(kernel, (1, 2))) == []
     kernel.shutdown()
 
 
@@ -169,6 +187,9 @@ def test_s7_unclean_leader_loses_acknowledged_records_and_reuses_offsets() -> No
     assert log_values(kernel, 2) == expected
     assert log_values(kernel, 1) == expected
     assert partition_view(kernel, 2)["epochs"] == [(5, 0), (6, 5)]
+    acknowledged = [f"old{i}" for i in range(10)]  # HW was 10 on B1
+    assert lost_acknowledged(acknowledged, log_values(kernel, 2)) == [f"old{i}" for i in range(5, 10)]
+    assert diverged_replicas(final_replicas(kernel, (1, 2))) == []
     kernel.shutdown()
 
 
