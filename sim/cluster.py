@@ -18,13 +18,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from actors.broker.behavior import Broker
+from actors.broker.config import BROKER_ACTOR, BrokerConfig
 from actors.core import Address
+from actors.producer.behavior import Producer, ProducerConfig
 from actors.workload import GossipActor, GossipConfig
+from protocols.replication import LeaderAndIsrPartition
 from sim.eventlog import EventLog
 from sim.faults import Fault, check_fault, fault_from_scenario, schedule_fault
+from sim.invariants import Invariants, diverged_replicas, lost_acknowledged
 from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec, StopReason
 from sim.network import NetworkConfig
-from sim.scenario import Scenario
+from sim.scenario import Scenario, replica_assignment
 from sim.trace import LOG_SCHEMA_VERSION
 
 __all__ = ["Cluster", "check_scenario"]
@@ -32,7 +37,7 @@ __all__ = ["Cluster", "check_scenario"]
 
 def check_scenario(scenario: Scenario) -> list[Fault]:
     """The scenario's faults, checked against its nodes (raises `FaultError`)."""
-    names = sorted(spec.name for spec in _workload_nodes(scenario))
+    names = sorted(spec.name for spec in _node_specs(scenario))
     faults = [fault_from_scenario(entry) for entry in scenario.faults]
     for i, fault in enumerate(faults):
         check_fault(fault, names, f"{scenario.source}: [[faults]] #{i + 1}")
@@ -64,7 +69,10 @@ class Cluster:
             kafka_version=scenario.profile.name,
             log_schema_version=LOG_SCHEMA_VERSION,
         )
-        specs = _workload_nodes(scenario)
+        self.invariants = Invariants()
+        self.kernel.observe(self.invariants)
+        self.kernel.fail_on_violation = scenario.get("run", "invariants") == "fail"
+        specs = _node_specs(scenario)
         faults = check_scenario(scenario)
         for spec in specs:
             self.kernel.add_node(spec)
@@ -164,6 +172,110 @@ class Cluster:
         """An actor's state as plain data."""
         return self.kernel.snapshot(Address(node, actor))
 
+    def final_checks(self) -> dict[str, Any]:
+        """The end-of-run checks against ground truth (docs/run-directory.md): what producers
+        sent and had acknowledged, acknowledged records no longer in their partition's log,
+        records written twice, and replicas whose committed prefixes differ."""
+        producers = [
+            self.state(f"producer-{i + 1}", "producer") for i in range(len(self.scenario.producers))
+        ]
+        acked = [value for p in producers for value in p["acked"]]
+        replicas = self._replica_logs()
+        present: list[str] = []
+        duplicates = 0
+        diverged = []
+        for tp in sorted(replicas):
+            authority = _authoritative(replicas[tp])
+            values = [value for _, _, value in authority]
+            present += values
+            duplicates += len(values) - len(set(values))
+            logs = {b: (r["log"], r["high_watermark"]) for b, r in replicas[tp].items()}
+            diverged += [{"partition": tp, **d} for d in diverged_replicas(logs)]
+        return {
+            "produced": sum(p["sent"] for p in producers),
+            "acked": len(acked),
+            "lost_acked": len(lost_acknowledged(acked, present)),
+            "log_duplicates": duplicates,
+            "diverged_replicas": diverged,
+        }
+
+    def _replica_logs(self) -> dict[str, dict[int, dict[str, Any]]]:
+        """Each partition's replicas: a live broker's state, or what a down broker's disk kept."""
+        from actors.broker.partition_log import PartitionLog  # noqa: PLC0415
+        from protocols.types import TopicPartition  # noqa: PLC0415
+
+        found: dict[str, dict[int, dict[str, Any]]] = {}
+        for b in range(1, self.scenario.get("cluster", "brokers") + 1):
+            node = f"broker-{b}"
+            if self.kernel.is_up(node):
+                partitions = self.state(node, BROKER_ACTOR)["partitions"]
+            else:
+                disk = self.kernel.disk(node).view()
+                partitions = {}
+                for name in sorted(disk):
+                    if name.endswith("/log"):
+                        topic, _, number = name[: -len("/log")].rpartition("-")
+                        log = PartitionLog.recover(TopicPartition(topic, int(number)), disk)
+                        partitions[name[: -len("/log")]] = {
+                            "role": "offline",
+                            "leader_epoch": -1,
+                            "high_watermark": log.high_watermark,
+                            "log": [(r.offset, r.leader_epoch, r.value) for r in log.records],
+                        }
+            for tp, view in partitions.items():
+                found.setdefault(tp, {})[b] = view
+        return found
+
+
+def _node_specs(scenario: Scenario) -> list[NodeSpec]:
+    return _kafka_nodes(scenario) + _workload_nodes(scenario)
+
+
+def _kafka_nodes(scenario: Scenario) -> list[NodeSpec]:
+    """Brokers `broker-N` and producers `producer-N` (docs/scenarios.md)."""
+    brokers = scenario.get("cluster", "brokers")
+    settings = scenario.sections["broker"]
+    bootstrap: dict[int, list[LeaderAndIsrPartition]] = {b: [] for b in range(1, brokers + 1)}
+    leaders: dict[str, tuple[int, ...]] = {}
+    for topic in scenario.topics:
+        assignment = replica_assignment(topic, brokers)
+        leaders[topic["name"]] = tuple(replicas[0] for replicas in assignment)
+        for partition, replicas in enumerate(assignment):
+            created = LeaderAndIsrPartition(
+                topic["name"], partition, 0, replicas[0], 0, tuple(replicas), 0, tuple(replicas), True
+            )
+            for b in replicas:
+                bootstrap[b].append(created)
+    specs = []
+    for b in range(1, brokers + 1):
+        config = BrokerConfig(
+            b,
+            scenario.profile,
+            min_insync_replicas=settings["min.insync.replicas"],
+            replica_lag_time_max_ms=settings["replica.lag.time.max.ms"],
+            replica_fetch_wait_max_ms=settings["replica.fetch.wait.max.ms"],
+            replica_fetch_backoff_ms=settings["replica.fetch.backoff.ms"],
+            replica_socket_timeout_ms=settings["replica.socket.timeout.ms"],
+            replica_high_watermark_checkpoint_interval_ms=settings[
+                "replica.high.watermark.checkpoint.interval.ms"
+            ],
+            bootstrap=tuple(bootstrap[b]),
+        )
+        specs.append(NodeSpec(f"broker-{b}", (ActorSpec(BROKER_ACTOR, lambda c=config: Broker(c)),)))
+    for i, p in enumerate(scenario.producers):
+        config = ProducerConfig(
+            name=f"producer-{i + 1}",
+            topic=p["topic"],
+            leaders=leaders[p["topic"]],
+            acks=p["acks"],
+            request_timeout_ms=p["request.timeout.ms"],
+            records=p["records"],
+            interval_ms=p["interval.ms"],
+            start_ms=p["start.ms"],
+        )
+        specs.append(NodeSpec(config.name, (ActorSpec("producer", lambda c=config: Producer(c)),)))
+    return specs
+
 
 def _workload_nodes(scenario: Scenario) -> list[NodeSpec]:
     w = scenario.sections["workload"]
@@ -191,3 +303,11 @@ def _workload_nodes(scenario: Scenario) -> list[NodeSpec]:
         )
         for n in range(w["nodes"])
     ]
+
+
+def _authoritative(replicas: dict[int, dict[str, Any]]) -> list[tuple[int, int, str]]:
+    """The log that counts: the live leader with the highest epoch, else the longest log."""
+    leaders = [r for r in replicas.values() if r["role"] == "leader"]
+    if leaders:
+        return max(leaders, key=lambda r: r["leader_epoch"])["log"]
+    return max(replicas.values(), key=lambda r: len(r["log"]))["log"]

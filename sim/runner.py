@@ -56,9 +56,14 @@ def run_scenario(
     except SimulationFailed as exc:
         failure = exc
         (out_dir / "failure.txt").write_text(traceback.format_exc(), encoding="utf-8")
+    checks: dict[str, Any] = {}
+    try:
+        if failure is None and not interrupted:
+            checks = cluster.final_checks()
     finally:
         cluster.close()
     summary = build_summary(scenario, cluster.kernel, time.perf_counter() - started)
+    summary.update(checks)
     summary["interrupted"] = interrupted
     summary["failure"] = None if failure is None else str(failure)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -87,7 +92,8 @@ def build_summary(scenario: Scenario, kernel: Kernel, wall_s: float) -> dict[str
         "duplicates": 0,
         "duplicates_by_cause": {},
         "rebalances": 0,
-        "invariant_violations": [],
+        "invariant_violations": list(kernel.invariant_violations),
+        "diverged_replicas": [],
         "rejected_frames": kernel.rejected_frames,
         "interrupted": False,
         "failure": None,

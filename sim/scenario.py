@@ -1,7 +1,7 @@
 """Scenario files: TOML with Kafka's configuration names, checked against one schema.
 
-A scenario has sections (`[run]`, `[kafka]`, `[network]`, `[workload]`) and arrays of tables
-(`[[faults]]`). Keys are Kafka's own names with their units (`duration.ms`); TOML reads an
+A scenario has sections (`[run]`, `[kafka]`, `[network]`, `[cluster]`, `[broker]`,
+`[workload]`) and arrays of tables (`[[topics]]`, `[[producers]]`, `[[faults]]`). Keys are Kafka's own names with their units (`duration.ms`); TOML reads an
 unquoted `latency.min.ms = 1` as nested tables, so nested tables inside a section are flattened
 back into dotted names and both spellings work.
 
@@ -23,7 +23,15 @@ from typing import Any
 
 from sim.profiles import Profile
 
-__all__ = ["SECTIONS", "Scenario", "ScenarioError", "Setting", "load_scenario", "parse_scenario"]
+__all__ = [
+    "SECTIONS",
+    "Scenario",
+    "ScenarioError",
+    "Setting",
+    "load_scenario",
+    "parse_scenario",
+    "replica_assignment",
+]
 
 
 class ScenarioError(ValueError):
@@ -36,13 +44,16 @@ class Setting:
     the key must be given; without `required` it means "not set"."""
 
     key: str
-    kind: type
+    kind: Any
+    """int, float, bool, str, list[str], list[list[str]], list[list[int]], or "acks"."""
     default: Any = None
     low: float | None = None
     high: float | None = None
     choices: tuple[str, ...] = ()
     required: bool = False
     doc: str = ""
+    profile_default: str | None = None
+    """The key in `Profile.defaults` that supplies the default (the value differs by version)."""
 
 
 def _s(key: str, kind: type, default: Any = None, **kw: Any) -> Setting:
@@ -55,15 +66,31 @@ SECTIONS: dict[str, tuple[Setting, ...]] = {
         _s("seed", int, 1, low=0, high=2**63 - 1),
         _s("duration.ms", int, 60000, low=1),
         _s("max.events", int, 0, low=0, doc="stop after this many handler calls; 0: no limit"),
+        _s(
+            "invariants",
+            str,
+            "fail",
+            choices=("fail", "report"),
+            doc="fail the run on a violation, or report violations (a study of an unsafe setup)",
+        ),
     ),
     "kafka": (_s("version", str, "3.9", doc="selects behaviour and defaults (sim/profiles.py)"),),
     "network": (
         _s("latency.min.ms", int, 1, low=1, high=60000),
         _s("latency.max.ms", int, 5, low=1, high=60000),
     ),
+    "cluster": (_s("brokers", int, 0, low=0, high=100, doc="brokers broker-1 ... broker-N"),),
+    "broker": (
+        _s("min.insync.replicas", int, 1, low=1),
+        _s("replica.lag.time.max.ms", int, None, low=1, profile_default="replica.lag.time.max.ms"),
+        _s("replica.fetch.wait.max.ms", int, 500, low=0),
+        _s("replica.fetch.backoff.ms", int, 1000, low=0),
+        _s("replica.socket.timeout.ms", int, 30000, low=1),
+        _s("replica.high.watermark.checkpoint.interval.ms", int, 5000, low=1),
+    ),
     "workload": (
         _s("kind", str, "gossip", choices=("gossip",)),
-        _s("nodes", int, 4, low=1, high=1000),
+        _s("nodes", int, 0, low=0, high=1000, doc="the gossip stand-in's nodes; 0: none"),
         _s("actors.per.node", int, 1, low=1, high=100),
         _s("tokens.per.actor", int, 2, low=0, high=10000),
         _s("ping.interval.ms", int, 1000, low=0),
@@ -113,7 +140,26 @@ FAULT_SETTINGS: dict[str, tuple[Setting, ...]] = {
     "reorder": (_PROBABILITY, _s("delay.ms", int, 50, low=0), *_LINK),
     "delay": (_s("delay.ms", int, None, low=1, required=True), *_LINK),
 }
-ARRAYS = {"faults": FAULT_SETTINGS}
+TOPIC_SETTINGS = (
+    _s("name", str, required=True),
+    _s("partitions", int, 1, low=1, high=10000),
+    _s("replication.factor", int, 1, low=1, high=100),
+    _s("replicas", list[list[int]], [], doc="broker ids per partition; empty: round robin"),
+    _s("min.insync.replicas", int, None, low=1, doc="overrides [broker] min.insync.replicas"),
+)
+PRODUCER_SETTINGS = (
+    _s("topic", str, required=True),
+    _s("acks", "acks", None, profile_default="acks", doc="0, 1, all or -1"),
+    _s("request.timeout.ms", int, 30000, low=1),
+    _s("records", int, 100, low=0),
+    _s("interval.ms", int, 100, low=1),
+    _s("start.ms", int, 0, low=0),
+)
+ARRAYS: dict[str, Any] = {
+    "faults": FAULT_SETTINGS,
+    "topics": TOPIC_SETTINGS,
+    "producers": PRODUCER_SETTINGS,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +170,8 @@ class Scenario:
     sections: dict[str, dict[str, Any]]
     faults: tuple[dict[str, Any], ...] = ()
     profile: Profile = field(default_factory=lambda: Profile.for_version("3.9"))
+    topics: tuple[dict[str, Any], ...] = ()
+    producers: tuple[dict[str, Any], ...] = ()
 
     def get(self, section: str, key: str) -> Any:
         return self.sections[section][key]
@@ -142,9 +190,10 @@ class Scenario:
         for section, values in self.sections.items():
             lines += ["", f"[{section}]"]
             lines += [f'"{k}" = {_toml_value(v)}' for k, v in values.items() if v is not None]
-        for fault in self.faults:
-            lines += ["", "[[faults]]"]
-            lines += [f'"{k}" = {_toml_value(v)}' for k, v in fault.items() if v is not None]
+        for name, entries in (("topics", self.topics), ("producers", self.producers), ("faults", self.faults)):
+            for entry in entries:
+                lines += ["", f"[[{name}]]"]
+                lines += [f'"{k}" = {_toml_value(v)}' for k, v in entry.items() if v is not None]
         return "\n".join(lines) + "\n"
 
 
@@ -262,27 +311,54 @@ def _resolve(raw: dict[str, Any], source: str) -> Scenario:
             msg = f"{source}: [{name}] must be a table, got {_describe(table)}"
             raise ScenarioError(msg)
         sections[name] = _check_table(_flatten(table), settings, f"{source}: [{name}]")
-    faults = []
-    entries = raw.get("faults", [])
-    if not isinstance(entries, list):
-        msg = f"{source}: faults must be an array of tables ([[faults]])"
-        raise ScenarioError(msg)
-    for i, entry in enumerate(entries):
-        where = f"{source}: [[faults]] #{i + 1}"
-        if not isinstance(entry, dict):
-            msg = f"{where} must be a table"
+    arrays: dict[str, list[dict[str, Any]]] = {}
+    for array, schema in ARRAYS.items():
+        entries = raw.get(array, [])
+        if not isinstance(entries, list):
+            msg = f"{source}: {array} must be an array of tables ([[{array}]])"
             raise ScenarioError(msg)
-        flat = _flatten(entry)
-        kind = _check_table({"kind": flat.get("kind")}, _FAULT_COMMON[:1], where)["kind"]
-        faults.append(_check_table(flat, (*_FAULT_COMMON, *FAULT_SETTINGS[kind]), where))
+        arrays[array] = []
+        for i, entry in enumerate(entries):
+            where = f"{source}: [[{array}]] #{i + 1}"
+            if not isinstance(entry, dict):
+                msg = f"{where} must be a table"
+                raise ScenarioError(msg)
+            flat = _flatten(entry)
+            if isinstance(schema, dict):  # faults: the kind decides the keys
+                kind = _check_table({"kind": flat.get("kind")}, _FAULT_COMMON[:1], where)["kind"]
+                settings = (*_FAULT_COMMON, *schema[kind])
+            else:
+                settings = schema
+            arrays[array].append(_check_table(flat, settings, where))
     try:
         profile = Profile.for_version(sections["kafka"]["version"])
     except ValueError as exc:
         msg = f"{source}: [kafka] version: {exc}"
         raise ScenarioError(msg) from None
-    scenario = Scenario(source, sections, tuple(faults), profile)
+    _fill_profile_defaults(sections, arrays, profile)
+    scenario = Scenario(
+        source,
+        sections,
+        tuple(arrays["faults"]),
+        profile,
+        tuple(arrays["topics"]),
+        tuple(arrays["producers"]),
+    )
     _check_relations(scenario)
     return scenario
+
+
+def _fill_profile_defaults(
+    sections: dict[str, dict[str, Any]], arrays: dict[str, list[dict[str, Any]]], profile: Profile
+) -> None:
+    """Settings whose default depends on the Kafka version take it from the profile."""
+    tables = [(SECTIONS[name], sections[name]) for name in SECTIONS]
+    tables += [(PRODUCER_SETTINGS, entry) for entry in arrays["producers"]]
+    for settings, table in tables:
+        for setting in settings:
+            if setting.profile_default is not None and table.get(setting.key) is None:
+                value = profile.defaults[setting.profile_default]
+                table[setting.key] = _ACKS[value] if setting.kind == "acks" else value
 
 
 def _check_table(table: dict[str, Any], settings: tuple[Setting, ...], where: str) -> dict[str, Any]:
@@ -308,9 +384,17 @@ def _describe(value: Any) -> str:
     return f"{value!r} ({names.get(type(value), type(value).__name__)})"
 
 
+_ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1, -1: -1, 0: 0, 1: 1}
+
+
 def _check_value(setting: Setting, value: Any, where: str) -> Any:
     kind = setting.kind
     at = f"{where}: {setting.key}"
+    if kind == "acks":
+        if type(value) not in (int, str) or value not in _ACKS:
+            msg = f"{at}: {value!r} is not one of 0, 1, all, -1"
+            raise ScenarioError(msg)
+        return _ACKS[value]
     if kind is float and type(value) is int:
         value = float(value)
     if kind in (int, float, bool, str):
@@ -335,6 +419,10 @@ def _check_value(setting: Setting, value: Any, where: str) -> Any:
 
 
 def _is_list_of(value: Any, kind: Any) -> bool:
+    if kind == list[list[int]]:
+        return isinstance(value, list) and all(
+            isinstance(v, list) and all(type(x) is int for x in v) for v in value
+        )
     if kind == list[str]:
         return isinstance(value, list) and all(type(v) is str for v in value)
     if kind == list[list[str]]:
@@ -343,11 +431,64 @@ def _is_list_of(value: Any, kind: Any) -> bool:
 
 
 def _list_doc(kind: Any) -> str:
+    if kind == list[list[int]]:
+        return "a list of broker-id lists, one per partition"
     return "a list of node names" if kind == list[str] else "two lists of node names"
+
+
+def replica_assignment(topic: dict[str, Any], brokers: int) -> list[list[int]]:
+    """The topic's replicas per partition: as given, or round robin from broker 1 (Kafka's
+    assignment starts at a random broker; here it starts at 1, so runs are reproducible)."""
+    if topic["replicas"]:
+        return [list(r) for r in topic["replicas"]]
+    rf = topic["replication.factor"]
+    return [[(p + i) % brokers + 1 for i in range(rf)] for p in range(topic["partitions"])]
+
+
+def _check_topics(scenario: Scenario) -> None:
+    brokers = scenario.sections["cluster"]["brokers"]
+    seen: set[str] = set()
+    for i, topic in enumerate(scenario.topics):
+        where = f"{scenario.source}: [[topics]] #{i + 1} ({topic['name']})"
+        if topic["name"] in seen:
+            msg = f"{where}: name: the topic {topic['name']!r} is defined twice"
+            raise ScenarioError(msg)
+        seen.add(topic["name"])
+        rf = topic["replication.factor"]
+        if not topic["replicas"] and rf > brokers:
+            msg = f"{where}: replication.factor {rf} is above the broker count {brokers}"
+            raise ScenarioError(msg)
+        assignment = topic["replicas"]
+        if assignment and len(assignment) != topic["partitions"]:
+            msg = f"{where}: replicas: {len(assignment)} lists for {topic['partitions']} partitions"
+            raise ScenarioError(msg)
+        for p, replicas in enumerate(assignment):
+            if len(replicas) != rf:
+                msg = f"{where}: replicas: partition {p} has {len(replicas)} replicas, replication.factor is {rf}"
+                raise ScenarioError(msg)
+            if len(set(replicas)) != len(replicas):
+                msg = f"{where}: replicas: partition {p} lists a broker twice: {replicas}"
+                raise ScenarioError(msg)
+            unknown = [b for b in replicas if not 1 <= b <= brokers]
+            if unknown:
+                msg = f"{where}: replicas: partition {p} names broker {unknown[0]}, but the brokers are 1 to {brokers}"
+                raise ScenarioError(msg)
+    for i, producer in enumerate(scenario.producers):
+        if producer["topic"] not in seen:
+            known = ", ".join(sorted(seen)) or "none"
+            msg = (
+                f"{scenario.source}: [[producers]] #{i + 1}: topic: {producer['topic']!r} is not a "
+                f"topic of [[topics]] (defined: {known})"
+            )
+            raise ScenarioError(msg)
 
 
 def _check_relations(scenario: Scenario) -> None:
     """Checks that involve more than one key."""
+    if scenario.topics and scenario.sections["cluster"]["brokers"] == 0:
+        msg = f"{scenario.source}: [[topics]] needs brokers: set [cluster] brokers"
+        raise ScenarioError(msg)
+    _check_topics(scenario)
     net = scenario.sections["network"]
     if net["latency.max.ms"] < net["latency.min.ms"]:
         msg = (
@@ -364,3 +505,6 @@ def _check_relations(scenario: Scenario) -> None:
             if between and len(between) != 2:  # noqa: PLR2004 - two sides
                 msg = f"{scenario.source}: [[faults]] #{i + 1}: between: expected two lists of nodes"
                 raise ScenarioError(msg)
+    if scenario.sections["cluster"]["brokers"] == 0 and scenario.sections["workload"]["nodes"] == 0:
+        msg = f"{scenario.source}: the scenario has no nodes: set [cluster] brokers (or [workload] nodes)"
+        raise ScenarioError(msg)

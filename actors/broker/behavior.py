@@ -69,6 +69,8 @@ class Broker:
         )
         out.set_timer("isr-expiration", 0)
         out.set_timer("hw-checkpoint", self.config.replica_high_watermark_checkpoint_interval_ms)
+        for p in self.config.bootstrap:
+            self._become_leader_or_follower(ctx, out, p)
         return out
 
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from actors.core import Address
+from protocols.replication import LeaderAndIsrPartition
 from sim.profiles import Profile
 
 __all__ = ["BROKER_ACTOR", "BrokerConfig", "broker_address"]
@@ -31,6 +32,9 @@ class BrokerConfig:
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     replica_fetch_max_records: int = 500
     """Stands in for replica.fetch.max.bytes: records are counted, not sized."""
+    bootstrap: tuple[LeaderAndIsrPartition, ...] = ()
+    """Partitions as the controller creates them (leader = first replica, LE 0, ISR = all
+    replicas), applied at every start while the cluster has no controller."""
 
     @property
     def address(self) -> Address:

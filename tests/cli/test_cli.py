@@ -69,19 +69,34 @@ def test_run_writes_the_run_directory_and_prints_the_summary_as_json(tmp_path: P
             "kafkasim: s.toml: [run]: duration.ms: expected an integer, got 'long' (a string)",
         ),
         (
-            {"s.toml": "[workload]\nnodes = 0\n"},
+            {"s.toml": "[workload]\nnodes = 5000\n"},
             ["run", "s.toml"],
-            "kafkasim: s.toml: [workload]: nodes: must be at least 1, got 0",
+            "kafkasim: s.toml: [workload]: nodes: must be at most 1000, got 5000",
         ),
         (
-            {"s.toml": "[[faults]]\nkind = \"crash\"\nnode = \"broker-9\"\n"},
+            {"s.toml": "[cluster]\nbrokers = 2\n[[faults]]\nkind = \"crash\"\nnode = \"broker-9\"\n"},
             ["run", "s.toml"],
-            "kafkasim: s.toml: [[faults]] #1: no node named 'broker-9'",
+            "kafkasim: s.toml: [[faults]] #1: no node named 'broker-9' (the nodes are broker-1, broker-2)",
         ),
         ({}, ["run", "--set", "run.seeed=3"], "kafkasim: the default study: [run]: unknown key 'seeed' (did you mean 'seed'?)"),
         ({}, ["run", "--seed", "x"], "kafkasim: argument --seed: invalid int value: 'x'"),
         ({}, ["run", "--seed", "-3"], "kafkasim: --seed must be at least 0, got -3"),
         ({}, ["frobnicate"], "kafkasim: argument command: invalid choice: 'frobnicate'"),
+        (
+            {"s.toml": "[cluster]\nbrokers = 2\n[[topics]]\nname = \"T\"\n\"replication.factor\" = 3\n"},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [[topics]] #1 (T): replication.factor 3 is above the broker count 2",
+        ),
+        (
+            {"s.toml": "[cluster]\nbrokers = 2\n[[topics]]\nname = \"T\"\nreplicas = [[3]]\n"},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [[topics]] #1 (T): replicas: partition 0 names broker 3, but the brokers are 1 to 2",
+        ),
+        (
+            {"s.toml": "[cluster]\nbrokers = 1\n[[topics]]\nname = \"T\"\n[[producers]]\ntopic = \"T\"\nacks = 5\n"},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [[producers]] #1: acks: 5 is not one of 0, 1, all, -1",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2_no_traceback(

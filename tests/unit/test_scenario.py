@@ -17,7 +17,7 @@ def _error(text: str, overrides: tuple[str, ...] = ()) -> str:
 
 
 def test_defaults_fill_every_key_and_dotted_keys_work_quoted_or_not() -> None:
-    s = parse_scenario('[network]\nlatency.max.ms = 9\n"latency.min.ms" = 2\n', "s.toml")
+    s = parse_scenario('[cluster]\nbrokers = 1\n[network]\nlatency.max.ms = 9\n"latency.min.ms" = 2\n', "s.toml")
     assert s.sections["network"] == {"latency.min.ms": 2, "latency.max.ms": 9}
     assert s.sections["run"]["duration.ms"] == 60000
     assert s.profile.name == "3.9"
@@ -32,7 +32,7 @@ def test_resolved_scenario_round_trips_through_toml() -> None:
 
 
 def test_overrides() -> None:
-    s = parse_scenario("", "s.toml", ["run.seed=42", "network.latency.max.ms=30", "kafka.version=2.4"])
+    s = parse_scenario("[cluster]\nbrokers = 1\n", "s.toml", ["run.seed=42", "network.latency.max.ms=30", "kafka.version=2.4"])
     assert (s.seed, s.get("network", "latency.max.ms"), s.profile.name) == (42, 30, "2.4")
     faulty = load_scenario(None, ["faults.1.restart.after.ms=10"])
     assert faulty.faults[1]["restart.after.ms"] == 10
@@ -101,3 +101,52 @@ def test_profile_behaviour_switches() -> None:
     assert not old.leader_epochs and kip101.leader_epochs
     assert not kip101.truncate_on_fetch and modern.truncate_on_fetch
     assert not Profile.for_version("3.6").hw_needs_min_isr and Profile.for_version("3.7").hw_needs_min_isr
+
+
+KAFKA = '[cluster]\nbrokers = 3\n[[topics]]\nname = "T"\npartitions = 2\n"replication.factor" = 2\n'
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ('[[topics]]\nname = "U"\n"replication.factor" = 4\n', "s.toml: [[topics]] #2 (U): replication.factor 4 is above the broker count 3"),
+        ('[[topics]]\nname = "U"\n"replication.factor" = 2\nreplicas = [[1, 7]]\n', "s.toml: [[topics]] #2 (U): replicas: partition 0 names broker 7, but the brokers are 1 to 3"),
+        ('[[topics]]\nname = "U"\n"replication.factor" = 2\nreplicas = [[2, 2]]\n', "s.toml: [[topics]] #2 (U): replicas: partition 0 lists a broker twice: [2, 2]"),
+        ('[[topics]]\nname = "U"\n"replication.factor" = 2\nreplicas = [[1, 2, 3]]\n', "s.toml: [[topics]] #2 (U): replicas: partition 0 has 3 replicas, replication.factor is 2"),
+        ('[[topics]]\nname = "U"\npartitions = 2\nreplicas = [[1]]\n', "s.toml: [[topics]] #2 (U): replicas: 1 lists for 2 partitions"),
+        ('[[topics]]\nname = "U"\nreplicas = "1,2"\n', "s.toml: [[topics]] #2: replicas: expected a list of broker-id lists, one per partition"),
+        ('[[topics]]\nname = "T"\n', "s.toml: [[topics]] #2 (T): name: the topic 'T' is defined twice"),
+        ('[[producers]]\ntopic = "T"\nacks = 2\n', "s.toml: [[producers]] #1: acks: 2 is not one of 0, 1, all, -1"),
+        ('[[producers]]\ntopic = "T"\nacks = "most"\n', "s.toml: [[producers]] #1: acks: 'most' is not one of 0, 1, all, -1"),
+        ('[[producers]]\ntopic = "X"\n', "s.toml: [[producers]] #1: topic: 'X' is not a topic of [[topics]] (defined: T)"),
+        ('[broker]\n"min.insync.replica" = 2\n', "s.toml: [broker]: unknown key 'min.insync.replica' (did you mean 'min.insync.replicas'?)"),
+    ],
+)
+def test_cluster_mistakes(extra: str, expected: str) -> None:
+    assert _error(KAFKA + extra).startswith(expected)
+
+
+def test_no_nodes_at_all_is_an_error() -> None:
+    assert _error("").startswith("s.toml: the scenario has no nodes")
+
+
+@pytest.mark.parametrize(("version", "acks", "lag"), [("2.8", 1, 30000), ("3.9", -1, 30000), ("2.4", 1, 10000)])
+def test_profile_supplies_version_dependent_defaults(version: str, acks: int, lag: int) -> None:
+    s = parse_scenario(KAFKA + '[[producers]]\ntopic = "T"\n', "s.toml", [f"kafka.version={version}"])
+    assert s.producers[0]["acks"] == acks
+    assert s.get("broker", "replica.lag.time.max.ms") == lag
+
+
+def test_explicit_settings_win_over_the_profile_and_acks_spellings_agree() -> None:
+    for spelling in ('"all"', "-1", '"-1"'):
+        s = parse_scenario(KAFKA + f'[[producers]]\ntopic = "T"\nacks = {spelling}\n', "s.toml", ["kafka.version=2.0"])
+        assert s.producers[0]["acks"] == -1
+    s = parse_scenario(KAFKA + '[broker]\n"replica.lag.time.max.ms" = 500\n', "s.toml", ["kafka.version=2.4"])
+    assert s.get("broker", "replica.lag.time.max.ms") == 500
+
+
+def test_round_robin_assignment() -> None:
+    from sim.scenario import replica_assignment
+
+    topic = {"replicas": [], "replication.factor": 2, "partitions": 4}
+    assert replica_assignment(topic, 3) == [[1, 2], [2, 3], [3, 1], [1, 2]]
