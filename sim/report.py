@@ -1,8 +1,8 @@
 """The run report: one self-contained HTML page with the summary, the analysis and plots.
 
-Plots are matplotlib PNGs inlined as base64, so the page can be mailed or archived as one file.
-Until the Kafka actors exist the plot shows the stand-in's ping round trips over time with the
-faults marked; the later issues add partition ownership and replica LEO/HW.
+Plots are matplotlib PNGs inlined as base64, so the page can be mailed or archived as one file:
+each partition's replicas' LEO and HW over time with the faults marked, and, for the gossip
+stand-in, its ping round trips. Later issues add partition ownership per consumer.
 """
 
 from __future__ import annotations
@@ -16,55 +16,104 @@ from typing import Any
 __all__ = ["write_report"]
 
 _STYLE = """
-body { font-family: sans-serif; margin: 2em; color: #222; }
+body { font-family: sans-serif; margin: 2em; color: #222; max-width: 1100px; }
 table { border-collapse: collapse; margin: 1em 0; }
-td, th { border: 1px solid #ccc; padding: 4px 10px; text-align: left; }
+td, th { border: 1px solid #ccc; padding: 4px 10px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
 """
 
 
-def _plot_pings(analysis: dict[str, Any]) -> str:
-    import matplotlib  # noqa: PLC0415 - only a report pays for matplotlib
-
-    matplotlib.use("Agg")
+def _png(fig: Any) -> str:
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
-    timeline = analysis.get("ping_timeline", [])
-    fig, ax = plt.subplots(figsize=(10, 3.5))
-    ax.plot(
-        [p["second"] for p in timeline],
-        [p["max_rtt_ms"] for p in timeline],
-        drawstyle="steps-post",
-        label="max ping round trip per second (ms)",
-    )
-    for fault in analysis.get("faults", []):
-        if fault["event"] in ("node_started",) and fault["ts_ms"] == 0:
-            continue
-        ax.axvline(fault["ts_ms"] / 1000, color="tab:red", alpha=0.4, linewidth=1)
-        label = f"{fault['event']} {fault['target'] or fault['kind'] or ''}".strip()
-        ax.annotate(label, (fault["ts_ms"] / 1000, ax.get_ylim()[1]), rotation=90, fontsize=7,
-                    va="top", ha="right", color="tab:red")
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("ms")
-    ax.legend(loc="upper left")
-    fig.tight_layout()
     buffer = io.BytesIO()
+    fig.tight_layout()
     fig.savefig(buffer, format="png", dpi=100)
     plt.close(fig)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def _mark_faults(ax: Any, faults: list[dict[str, Any]]) -> None:
+    for fault in faults:
+        if fault["event"] == "node_started" and fault["ts_ms"] == 0:
+            continue
+        ax.axvline(fault["ts_ms"] / 1000, color="tab:red", alpha=0.35, linewidth=1)
+        label = f"{fault['event']} {fault['target'] or fault['kind'] or ''}".strip()
+        ax.annotate(label, (fault["ts_ms"] / 1000, 0.02), xycoords=("data", "axes fraction"),
+                    rotation=90, fontsize=7, va="bottom", ha="right", color="tab:red")
+
+
+def _plot_replicas(analysis: dict[str, Any]) -> str | None:
+    series = analysis.get("replica_offsets", {})
+    if not series:
+        return None
+    import matplotlib  # noqa: PLC0415 - only a report pays for matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    partitions = sorted({name.split("@")[0] for name in series})
+    fig, axes = plt.subplots(len(partitions), 1, figsize=(10, 3.2 * len(partitions)), squeeze=False)
+    for ax, partition in zip(axes[:, 0], partitions, strict=True):
+        replicas = sorted(name for name in series if name.startswith(f"{partition}@"))
+        for i, name in enumerate(replicas):
+            points = series[name]
+            seconds = [p["second"] for p in points]
+            color = f"C{i}"
+            node = name.split("@")[1]
+            ax.plot(seconds, [p["log_end_offset"] for p in points], drawstyle="steps-post",
+                    color=color, label=f"{node} LEO")
+            ax.plot(seconds, [p["high_watermark"] for p in points], drawstyle="steps-post",
+                    color=color, linestyle="--", label=f"{node} HW")
+        _mark_faults(ax, analysis.get("faults", []))
+        ax.set_title(f"partition {partition}: LEO (solid) and HW (dashed) per replica")
+        ax.set_xlabel("simulated time (s)")
+        ax.set_ylabel("offset")
+        ax.legend(loc="upper left", fontsize=7, ncol=3)
+    return _png(fig)
+
+
+def _plot_pings(analysis: dict[str, Any]) -> str | None:
+    timeline = analysis.get("ping_timeline", [])
+    if not timeline:
+        return None
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, ax = plt.subplots(figsize=(10, 3.5))
+    ax.plot([p["second"] for p in timeline], [p["max_rtt_ms"] for p in timeline],
+            drawstyle="steps-post", label="max ping round trip per second (ms)")
+    _mark_faults(ax, analysis.get("faults", []))
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("ms")
+    ax.legend(loc="upper left")
+    return _png(fig)
+
+
 def _table(rows: dict[str, Any]) -> str:
+    if not rows:
+        return "<p>none</p>"
     body = "".join(
         f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows.items()
     )
     return f"<table>{body}</table>"
 
 
+def _image(png: str | None, alt: str) -> str:
+    return "" if png is None else f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{png}">'
+
+
 def write_report(run_dir: Path, summary: dict[str, Any], analysis: dict[str, Any]) -> Path:
     """Write `run_dir/report.html` and return its path."""
-    png = _plot_pings(analysis)
     title = f"kafkasim run {summary['run_id']}"
+    isr = {
+        f"{c['ts_ms']} ms {c['node']}": f"{c['event']} {c['partition']} -> {c['isr']}"
+        for c in analysis.get("isr_changes", [])
+    }
+    replicas = _plot_replicas(analysis)
+    pings = _plot_pings(analysis)
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{_STYLE}</style></head>
 <body>
@@ -73,12 +122,16 @@ def write_report(run_dir: Path, summary: dict[str, Any], analysis: dict[str, Any
 seed {summary['seed']}: rerun with <code>kafkasim run {html.escape(str(run_dir))}/scenario.toml</code>.</p>
 <h2>Summary</h2>
 {_table(summary)}
-<h2>Ping round trips and faults</h2>
-<img alt="ping round trips over time, faults marked" src="data:image/png;base64,{png}">
+{"<h2>Replicas over time</h2>" + _image(replicas, "LEO and HW per replica over time") if replicas else ""}
+{"<h2>Ping round trips</h2>" + _image(pings, "ping round trips over time") if pings else ""}
+<h2>Produce outcomes</h2>
+{_table(analysis.get("produce_outcomes", {}))}
+<h2>ISR changes</h2>
+{_table(isr)}
 <h2>Events by type</h2>
 {_table(analysis.get("events_by_type", {}))}
 <h2>Dropped messages by reason</h2>
-{_table(analysis.get("dropped_by_reason", {}) or {"none": 0})}
+{_table(analysis.get("dropped_by_reason", {}))}
 </body></html>
 """
     path = run_dir / "report.html"

@@ -1,9 +1,10 @@
 """Spark jobs over run directories.
 
 `analyze_runs` reads the event logs of any number of runs in one job and computes, per run:
-events by type, dropped messages by reason, rejected frames, ping round trips (percentiles and a
-per-second timeline for the report) and the faults injected. Later issues add duplicates by
-cause, lost writes, rebalances and lag; they read the same way. No Python UDFs: everything is
+events by type, dropped messages by reason, rejected frames, produce outcomes by error, ISR
+changes, each replica's LEO and HW per second (for the report), the faults injected, and for the
+gossip stand-in its ping round trips. Later issues add duplicates by cause, rebalances and lag;
+they read the same way. No Python UDFs: everything is
 built-in aggregation, which stays in the JVM.
 """
 
@@ -81,6 +82,23 @@ def analyze_runs(spark: SparkSession, run_dirs: list[Path]) -> list[dict[str, An
         .orderBy("run", "second")
         .collect()
     )
+    outcomes = (
+        events.where(F.col("event") == "produce_completed").groupBy("run", "error").count().collect()
+    )
+    offsets = (
+        events.where(F.col("event") == "replica_offsets_changed")
+        .withColumn("second", F.floor(F.col("ts_ms") / 1000).cast("long"))
+        .groupBy("run", "node", "topic", "partition", "second")
+        .agg(F.max("log_end_offset").alias("leo"), F.max("high_watermark").alias("hw"))
+        .orderBy("run", "topic", "partition", "node", "second")
+        .collect()
+    )
+    isr_changes = (
+        events.where(F.col("event").isin("isr_shrunk", "isr_expanded"))
+        .select("run", "ts_ms", "event", "node", "topic", "partition", "isr")
+        .orderBy("run", "ts_ms", "node")
+        .collect()
+    )
     faults = (
         events.where(F.col("event").isin(*FAULT_EVENTS))
         .select("run", "ts_ms", "event", "target", "kind")
@@ -98,9 +116,28 @@ def analyze_runs(spark: SparkSession, run_dirs: list[Path]) -> list[dict[str, An
             "ping_rtt_ms": {},
             "ping_timeline": [],
             "faults": [],
+            "produce_outcomes": {},
+            "isr_changes": [],
+            "replica_offsets": {},
         }
         for run in range(len(run_dirs))
     ]
+    for run, by_error in _by_run(outcomes, "error", "count").items():
+        result[run]["produce_outcomes"] = by_error
+    for row in offsets:
+        replica = f"{row['topic']}-{row['partition']}@{row['node']}"
+        series = result[row["run"]]["replica_offsets"].setdefault(replica, [])
+        series.append({"second": row["second"], "log_end_offset": row["leo"], "high_watermark": row["hw"]})
+    for row in isr_changes:
+        result[row["run"]]["isr_changes"].append(
+            {
+                "ts_ms": row["ts_ms"],
+                "event": row["event"],
+                "node": row["node"],
+                "partition": f"{row['topic']}-{row['partition']}",
+                "isr": list(row["isr"]),
+            }
+        )
     for row in rtt:
         result[row["run"]]["ping_rtt_ms"] = {
             k: row[k] for k in ("count", "p50", "p99", "max")

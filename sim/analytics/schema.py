@@ -8,6 +8,7 @@ not match stops the job instead of becoming a silent null.
 from __future__ import annotations
 
 from pyspark.sql.types import (
+    ArrayType,
     BooleanType,
     LongType,
     StringType,
@@ -17,7 +18,28 @@ from pyspark.sql.types import (
 
 __all__ = ["EVENT_SCHEMA"]
 
-_LONG = ("ts_ms", "seed", "incarnation", "bytes", "rtt_ms", "total", "until_ms", "pings_answered")
+_LONG = (
+    "ts_ms",
+    "seed",
+    "incarnation",
+    "bytes",
+    "rtt_ms",
+    "total",
+    "until_ms",
+    "pings_answered",
+    "partition",
+    "leader_epoch",
+    "log_end_offset",
+    "high_watermark",
+    "base_offset",
+    "count",
+    "first_sequence",
+    "last_sequence",
+    "acks",
+    "partition_epoch",
+    "from_offset",
+    "to_offset",
+)
 _STRING = (
     "run_id",
     "node",
@@ -31,11 +53,16 @@ _STRING = (
     "peer",
     "scenario",
     "kafka_version",
+    "topic",
+    "role",
+    "error",
+    "producer",
+    "invariant",
 )
 
 EVENT_SCHEMA = StructType(
     [StructField(name, LongType()) for name in _LONG[:2]]
     + [StructField(name, StringType()) for name in _STRING]
     + [StructField(name, LongType()) for name in _LONG[2:]]
-    + [StructField("one_way", BooleanType())]
+    + [StructField("one_way", BooleanType()), StructField("isr", ArrayType(LongType()))]
 )

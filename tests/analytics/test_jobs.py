@@ -72,3 +72,28 @@ def test_a_malformed_line_fails_the_job_instead_of_becoming_nulls(spark: Any, tm
     (tmp_path / "events.jsonl").write_text('{"ts_ms": 1, "run_id": "r", "event": "x"}\n{"ts_ms": "late"\n')
     with pytest.raises(Exception, match="(?i)malformed|FAILFAST"):
         analyze_runs(spark, [tmp_path])
+
+
+def test_kafka_figures_match_the_log(spark: Any, tmp_path: Path) -> None:
+    """Produce outcomes, ISR changes and each replica's LEO/HW per second, on a short default study."""
+    from sim.scenario import load_scenario
+
+    run_scenario(load_scenario(None, ["run.duration.ms=50000"]), tmp_path)
+    [analysis] = analyze_runs(spark, [tmp_path])
+    events = _events(tmp_path)
+    outcomes = Counter(e["error"] for e in events if e["event"] == "produce_completed")
+    assert analysis["produce_outcomes"] == dict(sorted(outcomes.items()))
+    changes = [(e["ts_ms"], e["event"], e["isr"]) for e in events if e["event"] in ("isr_shrunk", "isr_expanded")]
+    assert [(c["ts_ms"], c["event"], c["isr"]) for c in analysis["isr_changes"]] == changes
+    replicas = {
+        f"{e['topic']}-{e['partition']}@{e['node']}" for e in events if e["event"] == "replica_offsets_changed"
+    }
+    series = analysis["replica_offsets"]
+    assert set(series) == replicas
+    for replica, points in series.items():
+        seconds = [p["second"] for p in points]
+        assert seconds == sorted(set(seconds))
+        assert max(p["log_end_offset"] for p in points) == max(
+            e["log_end_offset"] for e in events
+            if e["event"] == "replica_offsets_changed" and f"{e['topic']}-{e['partition']}@{e['node']}" == replica
+        )

@@ -34,8 +34,8 @@ def test_resolved_scenario_round_trips_through_toml() -> None:
 def test_overrides() -> None:
     s = parse_scenario("[cluster]\nbrokers = 1\n", "s.toml", ["run.seed=42", "network.latency.max.ms=30", "kafka.version=2.4"])
     assert (s.seed, s.get("network", "latency.max.ms"), s.profile.name) == (42, 30, "2.4")
-    faulty = load_scenario(None, ["faults.1.restart.after.ms=10"])
-    assert faulty.faults[1]["restart.after.ms"] == 10
+    faulty = load_scenario(None, ["faults.0.restart.after.ms=10"])
+    assert faulty.faults[0]["restart.after.ms"] == 10
 
 
 @pytest.mark.parametrize(
