@@ -259,6 +259,11 @@ def _kafka_nodes(scenario: Scenario) -> list[NodeSpec]:
             replica_high_watermark_checkpoint_interval_ms=settings[
                 "replica.high.watermark.checkpoint.interval.ms"
             ],
+            topic_min_insync_replicas=tuple(
+                (t["name"], t["min.insync.replicas"])
+                for t in scenario.topics
+                if t["min.insync.replicas"] is not None
+            ),
             bootstrap=tuple(bootstrap[b]),
         )
         specs.append(NodeSpec(f"broker-{b}", (ActorSpec(BROKER_ACTOR, lambda c=config: Broker(c)),)))

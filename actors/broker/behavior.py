@@ -153,7 +153,7 @@ class Broker:
         what can complete (an LEO change wakes follower fetches; an HW change, produces and
         consumer fetches)."""
         moved = partition.maybe_increment_high_watermark(
-            min_insync_replicas=self.config.min_insync_replicas,
+            min_insync_replicas=self.config.min_insync_replicas_for(partition.tp.topic),
             eligible=set(partition.replicas),
             now_ms=ctx.now_ms,
             max_lag_ms=self.config.replica_lag_time_max_ms,

@@ -32,9 +32,14 @@ class BrokerConfig:
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     replica_fetch_max_records: int = 500
     """Stands in for replica.fetch.max.bytes: records are counted, not sized."""
+    topic_min_insync_replicas: tuple[tuple[str, int], ...] = ()
+    """Topic-level overrides of min.insync.replicas."""
     bootstrap: tuple[LeaderAndIsrPartition, ...] = ()
     """Partitions as the controller creates them (leader = first replica, LE 0, ISR = all
     replicas), applied at every start while the cluster has no controller."""
+
+    def min_insync_replicas_for(self, topic: str) -> int:
+        return dict(self.topic_min_insync_replicas).get(topic, self.min_insync_replicas)
 
     @property
     def address(self) -> Address:

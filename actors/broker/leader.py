@@ -114,7 +114,7 @@ def _produce_error(b: Broker, tp: TopicPartition, acks: int) -> ErrorCode:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if not partition.is_leader:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    min_isr = min(b.config.min_insync_replicas, len(partition.replicas))
+    min_isr = min(b.config.min_insync_replicas_for(tp.topic), len(partition.replicas))
     if acks == -1 and len(partition.isr) < min_isr:
         return ErrorCode.NOT_ENOUGH_REPLICAS
     return ErrorCode.NONE
@@ -134,7 +134,7 @@ def _try_complete_produce(b: Broker, op: DelayedProduce) -> bool:
         if partition is None or not partition.is_leader or partition.leader_epoch != wait.leader_epoch:
             error = ErrorCode.NOT_LEADER_OR_FOLLOWER
         elif partition.log.high_watermark >= wait.required_offset:
-            min_isr = min(b.config.min_insync_replicas, len(partition.replicas))
+            min_isr = min(b.config.min_insync_replicas_for(tp.topic), len(partition.replicas))
             enough = min_isr <= len(partition.maximal_isr)
             error = ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         else:

@@ -55,7 +55,7 @@ def _by_run(rows: list[Any], key: str, value: str) -> dict[int, dict[str, Any]]:
 
 
 def analyze_runs(spark: SparkSession, run_dirs: list[Path]) -> list[dict[str, Any]]:
-    """For each run directory, in order: the figures of docs/analytics.md."""
+    """For each run directory, in order: the figures of analysis.json (docs/run-directory.md)."""
     events = read_events(spark, run_dirs).cache()
     by_type = events.groupBy("run", "event").count().collect()
     drops = (

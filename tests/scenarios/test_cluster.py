@@ -91,3 +91,20 @@ def test_every_broker_and_producer_is_a_live_pykka_actor() -> None:
         names = sorted(str(a) for a in cluster.actors())
         assert names == ["broker-1/broker", "broker-2/broker", "broker-3/broker", "producer-1/producer"]
         assert len(pykka.ActorRegistry.get_all()) == 4
+
+
+def test_a_topic_level_min_insync_replicas_overrides_the_brokers(tmp_path: Path) -> None:
+    """Two topics on the same brokers; only the one with min.insync.replicas 3 refuses acks=all
+    once a broker is down and out of the ISR."""
+    text = KAFKA.replace("partitions = 2", "partitions = 1") + (
+        '[[topics]]\nname = "U"\n"replication.factor" = 3\n"min.insync.replicas" = 3\n'
+        '[[producers]]\ntopic = "U"\nrecords = 150\n"interval.ms" = 100\n'
+        '[[faults]]\nkind = "crash"\nnode = "broker-3"\n"at.ms" = 1000\n'
+    )
+    run_scenario(parse_scenario(text, "test"), tmp_path)
+    errors: dict[str, set[str]] = {}
+    for e in _events(tmp_path):
+        if e["event"] == "produce_completed":
+            errors.setdefault(e["topic"], set()).add(e["error"])
+    assert "NOT_ENOUGH_REPLICAS" in errors["U"]
+    assert "NOT_ENOUGH_REPLICAS" not in errors["T"]
