@@ -12,7 +12,7 @@ to it if it is ahead.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from actors.broker.config import broker_address
 from actors.broker.epoch_cache import EpochEntry, truncation_state
@@ -139,32 +139,38 @@ def _next_request(
     )
 
 
-def _session_for_response(b: Broker, leader: int, correlation_id: int) -> FetchSession | None:
+def _match_response(
+    b: Broker, out: Out, leader: int, correlation_id: int, answers: tuple[Any, ...], phase: FetchPhase
+) -> tuple[FetchSession | None, list[tuple[FollowedPartition, Any]]]:
+    """What every fetcher response shares: match it to the request in flight (a response to a
+    request the fetcher gave up on is ignored), stop that request's timeout, and pair each answer
+    with its partition if the partition is still in `phase`."""
     session = b.state.sessions.get(leader)
     if session is None or session.in_flight != correlation_id:
-        return None  # a response to a request this fetcher gave up on
+        return None, []
     session.in_flight = None
-    return session
+    out.cancel_timer(f"fetcher-timeout:{leader}")
+    pairs = []
+    for answer in answers:
+        followed = session.partitions.get(TopicPartition(answer.topic, answer.partition))
+        if followed is not None and followed.phase is phase:
+            pairs.append((followed, answer))
+    return session, pairs
 
 
-def _followed(session: FetchSession, tp: TopicPartition, phase: FetchPhase) -> FollowedPartition | None:
-    followed = session.partitions.get(tp)
-    return followed if followed is not None and followed.phase is phase else None
+def _back_off(b: Broker, ctx: Ctx, followed: FollowedPartition) -> None:
+    """After an error: wait `replica.fetch.backoff.ms` (or the controller's next LeaderAndIsr)."""
+    followed.backoff_until_ms = ctx.now_ms + b.config.replica_fetch_backoff_ms
 
 
 def on_fetch_response(
     b: Broker, ctx: Ctx, out: Out, leader: int, correlation_id: int, resp: FetchResponse
 ) -> None:
-    session = _session_for_response(b, leader, correlation_id)
-    if session is None:
-        return
-    out.cancel_timer(f"fetcher-timeout:{leader}")
-    for answer in resp.partitions:
-        tp = TopicPartition(answer.topic, answer.partition)
-        followed = _followed(session, tp, FetchPhase.FETCHING)
-        if followed is not None:
-            _apply_fetched(b, ctx, out, followed, answer)
-    maybe_send(b, ctx, out, session)
+    session, pairs = _match_response(b, out, leader, correlation_id, resp.partitions, FetchPhase.FETCHING)
+    for followed, answer in pairs:
+        _apply_fetched(b, ctx, out, followed, answer)
+    if session is not None:
+        maybe_send(b, ctx, out, session)
 
 
 def _apply_fetched(b: Broker, ctx: Ctx, out: Out, followed: FollowedPartition, answer: FetchedPartition) -> None:
@@ -175,9 +181,8 @@ def _apply_fetched(b: Broker, ctx: Ctx, out: Out, followed: FollowedPartition, a
         followed.phase = FetchPhase.OUT_OF_RANGE
         return
     if answer.error_code is not ErrorCode.NONE:
-        # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH...: wait for the
-        # controller's next LeaderAndIsr, retrying after replica.fetch.backoff.ms.
-        followed.backoff_until_ms = ctx.now_ms + b.config.replica_fetch_backoff_ms
+        # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH...
+        _back_off(b, ctx, followed)
         return
     if answer.diverging_epoch is not None:
         diverging = EpochEntry(answer.diverging_epoch.epoch, answer.diverging_epoch.end_offset)
@@ -195,19 +200,15 @@ def on_offset_for_leader_epoch_response(
     b: Broker, ctx: Ctx, out: Out, leader: int, correlation_id: int, resp: OffsetForLeaderEpochResponse
 ) -> None:
     """Truncate by the leader's answer; loop again (KIP-279) until truncation is complete."""
-    session = _session_for_response(b, leader, correlation_id)
-    if session is None:
-        return
-    out.cancel_timer(f"fetcher-timeout:{leader}")
-    for answer in resp.partitions:
-        tp = TopicPartition(answer.topic, answer.partition)
-        followed = _followed(session, tp, FetchPhase.TRUNCATING)
-        if followed is None:
-            continue
+    session, pairs = _match_response(
+        b, out, leader, correlation_id, resp.partitions, FetchPhase.TRUNCATING
+    )
+    for followed, answer in pairs:
         if answer.error_code is not ErrorCode.NONE:
-            followed.backoff_until_ms = ctx.now_ms + b.config.replica_fetch_backoff_ms
+            _back_off(b, ctx, followed)
             continue
-        log = b.state.partitions[tp].log
+        partition = b.state.partitions[followed.tp]
+        log = partition.log
         if b.config.profile.epoch_start_on_become_leader:
             offset, complete = truncation_state(
                 EpochEntry(answer.leader_epoch, answer.end_offset),
@@ -220,31 +221,28 @@ def on_offset_for_leader_epoch_response(
         else:
             # KIP-101 as shipped in 0.11: the answer had no epoch; truncate to its end offset once.
             offset, complete = min(answer.end_offset, log.log_end_offset), True
-        _truncate(b, out, b.state.partitions[tp], offset, "leader_epoch")
+        _truncate(b, out, partition, offset, "leader_epoch")
         if complete:
             followed.phase = FetchPhase.FETCHING
-    maybe_send(b, ctx, out, session)
+    if session is not None:
+        maybe_send(b, ctx, out, session)
 
 
 def on_list_offsets_response(
     b: Broker, ctx: Ctx, out: Out, leader: int, correlation_id: int, resp: ListOffsetsResponse
 ) -> None:
     """After OFFSET_OUT_OF_RANGE: truncate to the leader's end offset if this replica is ahead."""
-    session = _session_for_response(b, leader, correlation_id)
-    if session is None:
-        return
-    out.cancel_timer(f"fetcher-timeout:{leader}")
-    for answer in resp.partitions:
-        tp = TopicPartition(answer.topic, answer.partition)
-        followed = _followed(session, tp, FetchPhase.OUT_OF_RANGE)
-        if followed is None:
-            continue
+    session, pairs = _match_response(
+        b, out, leader, correlation_id, resp.partitions, FetchPhase.OUT_OF_RANGE
+    )
+    for followed, answer in pairs:
         if answer.error_code is not ErrorCode.NONE:
-            followed.backoff_until_ms = ctx.now_ms + b.config.replica_fetch_backoff_ms
+            _back_off(b, ctx, followed)
             continue
-        _truncate(b, out, b.state.partitions[tp], answer.offset, "offset_out_of_range")
+        _truncate(b, out, b.state.partitions[followed.tp], answer.offset, "offset_out_of_range")
         followed.phase = FetchPhase.FETCHING
-    maybe_send(b, ctx, out, session)
+    if session is not None:
+        maybe_send(b, ctx, out, session)
 
 
 def request_timed_out(b: Broker, ctx: Ctx, out: Out, leader: int) -> None:
