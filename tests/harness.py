@@ -97,11 +97,13 @@ def build(
     disks: dict[int, Disk] | None = None,
     with_controller: bool = True,
     host: HostKind = HostKind.DIRECT,
+    fail_on_violation: bool = True,
     **settings: Any,
 ) -> Kernel:
     """Brokers `broker-N` (latency exactly 1 ms, so times are exact) and the script."""
     kernel = Kernel(seed=1, run_id="scenario", network=NetworkConfig(1, 1), host=host)
     kernel.observe(Invariants())  # every scenario runs with the invariants checked after each event
+    kernel.fail_on_violation = fail_on_violation
     profile = Profile.for_version(version)
     kernel.add_node(NodeSpec("harness", (ActorSpec("script", lambda: script),)))
     for b in brokers:

@@ -67,6 +67,8 @@ class Broker:
             broker_id=self.config.broker_id,
             partitions=[str(tp) for tp in sorted(self.state.partitions)],
         )
+        for tp in sorted(self.state.partitions):
+            self.emit_offsets(out, self.state.partitions[tp])  # what the disk kept
         out.set_timer("isr-expiration", 0)
         out.set_timer("hw-checkpoint", self.config.replica_high_watermark_checkpoint_interval_ms)
         for p in self.config.bootstrap:

@@ -36,7 +36,7 @@ def test_a_leaders_hw_never_goes_back_within_its_epoch() -> None:
     assert v.invariant == "monotonic_high_watermark"
     # a new epoch (a new leadership) starts afresh; so does a restart
     assert check(offsets("broker-1", 3, "leader", 1, 5, 2)) == []
-    check({"event": "node_crashed", "ts_ms": 4, "node": "sim", "target": "broker-1"})
+    check({"event": "node_crashed", "ts_ms": 4, "node": "sim", "target": "broker-1", "kind": "process"})
     assert check(offsets("broker-1", 5, "leader", 1, 5, 1)) == []
 
 
