@@ -17,12 +17,37 @@ from protocols import FrameError, Kind, decode_frame, encode_frame, registered
 from protocols.errors import ErrorCode
 from protocols.registry import field, message
 from protocols import replication as r
+from protocols import zookeeper as z
 from protocols.workload import Gossip, PingRequest, PingResponse
 
 GOLDEN = Path(__file__).with_name("golden_frames.json")
 
 E = ErrorCode
+_STAT = z.Stat(czxid=12, mzxid=15, version=3, cversion=1, ephemeral_owner=257, num_children=0)
 SAMPLES: dict[type, Any] = {
+    z.ConnectRequest: z.ConnectRequest(18000),
+    z.ConnectResponse: z.ConnectResponse(257, 18000),
+    z.ZkPingRequest: z.ZkPingRequest(257),
+    z.ZkPingResponse: z.ZkPingResponse(z.ZkError.OK),
+    z.CloseSessionRequest: z.CloseSessionRequest(257),
+    z.CloseSessionResponse: z.CloseSessionResponse(z.ZkError.SESSIONEXPIRED),
+    z.ExistsRequest: z.ExistsRequest(257, "/controller", watch=True),
+    z.ExistsResponse: z.ExistsResponse(z.ZkError.OK, _STAT),
+    z.GetDataRequest: z.GetDataRequest(257, "/controller_epoch"),
+    z.GetDataResponse: z.GetDataResponse(z.ZkError.OK, "7", _STAT),
+    z.GetChildrenRequest: z.GetChildrenRequest(257, "/brokers/ids", watch=True),
+    z.GetChildrenResponse: z.GetChildrenResponse(z.ZkError.OK, ("1", "2", "3")),
+    z.MultiRequest: z.MultiRequest(
+        257,
+        (
+            z.Op(z.OpCode.CREATE, "/controller", '{"brokerid":2}', ephemeral=True),
+            z.Op(z.OpCode.SET_DATA, "/controller_epoch", "8", version=6),
+        ),
+    ),
+    z.MultiResponse: z.MultiResponse(
+        z.ZkError.NODEEXISTS, (z.OpResult(z.ZkError.NODEEXISTS), z.OpResult(z.ZkError.RUNTIMEINCONSISTENCY))
+    ),
+    z.WatchedEvent: z.WatchedEvent(z.EventType.NODE_DELETED, "/controller"),
     Gossip: Gossip(token=123456789, hops=7, origin="node-1/gossip-0"),
     PingRequest: PingRequest(sent_ms=1500),
     PingResponse: PingResponse(sent_ms=1500),

@@ -1,0 +1,1 @@
+"""The coordination service (a ZooKeeper model)."""
