@@ -7,13 +7,21 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: study test bench clean
+.PHONY: study test bench clean zookeeper
 
 study: $(VENV)/.installed
 	$(BIN)/kafkasim study
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed zookeeper
 	$(BIN)/python -m pytest
+
+# Debian's ZooKeeper, for the conformance test of the ZooKeeper model (tests/conformance). Where
+# it cannot be installed (not Debian, not root) that test is skipped and says why; CI requires it.
+zookeeper:
+	@[ -f /usr/share/java/zookeeper.jar ] || { command -v apt-get >/dev/null 2>&1 \
+		&& [ "$$(id -u)" = 0 ] && apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null; } \
+		|| echo "note: Debian's zookeeper package is not installed: the conformance test will be skipped"
 
 bench: $(VENV)/.installed
 	$(BIN)/kafkasim bench
