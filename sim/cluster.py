@@ -102,15 +102,11 @@ class Cluster:
             end = self.scenario.get("run", "duration.ms")
         return self.kernel.run(end, condition=until, max_events=max_events)
 
-    def run_to_end(self, progress: Callable[[Kernel], None] | None = None) -> StopReason:
-        """Run the scenario's `duration.ms`, honouring its `max.events`."""
+    def run_to_end(self, between_windows: Callable[[Kernel], bool] | None = None) -> StopReason:
+        """Run the scenario's `duration.ms`, honouring its `max.events`; `between_windows` is
+        called after each window and stops the run by returning True."""
         limit = self.scenario.get("run", "max.events") or None
-
-        def check() -> bool:
-            if progress is not None:
-                progress(self.kernel)
-            return False
-
+        check = None if between_windows is None else (lambda: between_windows(self.kernel))
         return self.kernel.run(
             self.scenario.get("run", "duration.ms"), condition=check, max_events=limit
         )

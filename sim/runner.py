@@ -7,14 +7,17 @@ A run directory holds:
 - `failure.txt`: only when the simulator failed, with the traceback.
 
 The scenario is checked completely before the directory is touched, so a bad input loses nothing
-already written. An interrupt (Ctrl-C) stops the run between two events: the log holds every
-event up to the last one processed, and the summary says `"interrupted": true`.
+already written. An interrupt (Ctrl-C) asks the kernel to stop at the next window boundary: the
+log holds every event up to the last one processed, and the summary says `"interrupted": true`.
+A second Ctrl-C interrupts at once.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -47,11 +50,20 @@ def run_scenario(
     (out_dir / "failure.txt").unlink(missing_ok=True)
     started = time.perf_counter()
     cluster = Cluster(scenario, events_path=events_path, host=host)
+    stop = threading.Event()
     interrupted = False
     failure: SimulationFailed | None = None
+
+    def between_windows(kernel: Kernel) -> bool:
+        if progress is not None:
+            progress(kernel)
+        return stop.is_set()
+
     try:
-        cluster.run_to_end(progress)
-    except KeyboardInterrupt:
+        with _interrupt_requests(stop):
+            cluster.run_to_end(between_windows)
+        interrupted = stop.is_set()
+    except KeyboardInterrupt:  # a second Ctrl-C, or one outside the main thread's handler
         interrupted = True
     except SimulationFailed as exc:
         failure = exc
@@ -68,6 +80,28 @@ def run_scenario(
     summary["failure"] = None if failure is None else str(failure)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
+
+
+class _interrupt_requests:  # noqa: N801 - used as a context manager
+    """While running: the first Ctrl-C asks the kernel to stop at the next window boundary, so
+    the log ends on a whole window; a second one interrupts at once."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self._stop = stop
+        self._previous: object = None
+        self._installed = threading.current_thread() is threading.main_thread()
+
+    def __enter__(self) -> None:
+        if self._installed:
+            self._previous = signal.signal(signal.SIGINT, self._request)
+
+    def __exit__(self, *_: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)  # type: ignore[arg-type]
+
+    def _request(self, _signum: int, _frame: object) -> None:
+        self._stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def build_summary(scenario: Scenario, kernel: Kernel, wall_s: float) -> dict[str, Any]:
