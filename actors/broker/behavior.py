@@ -100,7 +100,7 @@ class Broker:
                 src = broker_id_of(inbound.src)
                 follower.on_list_offsets_response(self, ctx, out, src, inbound.correlation_id, resp)
             case AlterPartitionResponse() as resp:
-                leader.on_alter_partition_response(self, ctx, out, resp)
+                leader.on_alter_partition_response(self, ctx, out, inbound.correlation_id, resp)
             case _:
                 out.emit("request_ignored", src=str(inbound.src), message=type(inbound.message).__name__)
         return out
@@ -119,6 +119,8 @@ class Broker:
             leader.complete_fetch(self, out, int(arg))
         elif kind == "produce":
             leader.expire_produce(self, out, int(arg))
+        elif kind == "alter-partition":
+            leader.alter_partition_timed_out(self, int(arg))
         elif kind == "fetcher-timeout":
             follower.request_timed_out(self, ctx, out, int(arg))
         elif kind == "fetcher-backoff":
@@ -212,6 +214,7 @@ class Broker:
             "partition_epoch": p.partition_epoch,
             "controller_epoch": p.controller_epoch,
         }
+        previous_leader = partition.leader
         if p.leader == me:
             partition.make_leader(**assignment, me=me, now_ms=ctx.now_ms)
             follower.stop_following(self, tp)
@@ -228,7 +231,7 @@ class Broker:
             )
             self.after_leader_change(ctx, out, partition, leo_changed=False)
             return ErrorCode.NONE
-        partition.make_follower(leader=p.leader, **assignment)
+        changed = partition.make_follower(leader=p.leader, **assignment)
         out.emit(
             "became_follower",
             topic=tp.topic,
@@ -238,9 +241,10 @@ class Broker:
             log_end_offset=partition.log.log_end_offset,
             high_watermark=partition.log.high_watermark,
         )
-        if p.leader >= 0:
-            follower.start_following(self, ctx, out, partition)
-        else:
+        if p.leader < 0:
             follower.stop_following(self, tp)
+        elif changed and (self.config.profile.leader_epochs or p.leader != previous_leader):
+            # Before 0.11, makeFollower did nothing for an unchanged leader (no truncation to HW).
+            follower.start_following(self, ctx, out, partition)
         return ErrorCode.NONE
 

@@ -80,19 +80,25 @@ def maybe_send(b: Broker, ctx: Ctx, out: Out, session: FetchSession) -> None:
         f for tp, f in sorted(session.partitions.items()) if f.backoff_until_ms <= ctx.now_ms
     ]
     waiting = [f.backoff_until_ms for f in session.partitions.values() if f.backoff_until_ms > ctx.now_ms]
-    request = _next_request(b, ready)
+    request, included = _next_request(b, ready)
     if request is None:
         if waiting:
             out.set_timer(f"fetcher-backoff:{session.leader}", min(waiting) - ctx.now_ms)
         return
+    session.sent = {
+        f.tp: (f.leader_epoch, b.state.partitions[f.tp].log.log_end_offset) for f in included
+    }
     session.in_flight = b.state.new_id()
     out.send(broker_address(session.leader), request, session.in_flight)
     out.set_timer(f"fetcher-timeout:{session.leader}", b.config.replica_socket_timeout_ms)
 
 
+Request = OffsetForLeaderEpochRequest | ListOffsetsRequest | FetchRequest
+
+
 def _next_request(
     b: Broker, ready: list[FollowedPartition]
-) -> OffsetForLeaderEpochRequest | ListOffsetsRequest | FetchRequest | None:
+) -> tuple[Request | None, list[FollowedPartition]]:
     me = b.config.broker_id
     fencing = b.config.profile.fetch_epoch_fencing
     truncating = [f for f in ready if f.phase is FetchPhase.TRUNCATING]
@@ -108,7 +114,7 @@ def _next_request(
                 )
                 for f in truncating
             ),
-        )
+        ), truncating
     out_of_range = [f for f in ready if f.phase is FetchPhase.OUT_OF_RANGE]
     if out_of_range:
         return ListOffsetsRequest(
@@ -117,10 +123,10 @@ def _next_request(
                 ListOffsetsPartition(f.tp.topic, f.tp.partition, -1, f.leader_epoch if fencing else -1)
                 for f in out_of_range
             ),
-        )
+        ), out_of_range
     fetching = [f for f in ready if f.phase is FetchPhase.FETCHING]
     if not fetching:
-        return None
+        return None, []
     on_fetch_epoch = b.config.profile.truncate_on_fetch
     return FetchRequest(
         replica_id=me,
@@ -136,7 +142,7 @@ def _next_request(
             )
             for f in fetching
         ),
-    )
+    ), fetching
 
 
 def _match_response(
@@ -152,8 +158,12 @@ def _match_response(
     out.cancel_timer(f"fetcher-timeout:{leader}")
     pairs = []
     for answer in answers:
-        followed = session.partitions.get(TopicPartition(answer.topic, answer.partition))
-        if followed is not None and followed.phase is phase:
+        tp = TopicPartition(answer.topic, answer.partition)
+        followed = session.partitions.get(tp)
+        if followed is None or followed.phase is not phase:
+            continue
+        now = (followed.leader_epoch, b.state.partitions[tp].log.log_end_offset)
+        if session.sent.get(tp) == now:  # else asked under an older epoch or offset: stale
             pairs.append((followed, answer))
     return session, pairs
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from actors.broker.behavior import Broker
 
 __all__ = [
+    "alter_partition_timed_out",
     "check_purgatory",
     "maybe_shrink_isr",
     "on_alter_partition_response",
@@ -131,7 +132,9 @@ def _try_complete_produce(b: Broker, op: DelayedProduce) -> bool:
     for tp in sorted(op.pending):
         wait = op.pending[tp]
         partition = b.state.partitions.get(tp)
-        if partition is None or not partition.is_leader or partition.leader_epoch != wait.leader_epoch:
+        if partition is None or not partition.is_leader:
+            # Only leadership counts (checkEnoughReplicasReachOffset): a new epoch with the same
+            # leader, e.g. the controller removing a dead broker from the ISR, changes nothing.
             error = ErrorCode.NOT_LEADER_OR_FOLLOWER
         elif partition.log.high_watermark >= wait.required_offset:
             min_isr = min(b.config.min_insync_replicas_for(tp.topic), len(partition.replicas))
@@ -356,10 +359,11 @@ def _propose_isr(b: Broker, ctx: Ctx, out: Out, partition: Partition, new_isr: f
     compare-and-set write of the partition-state znode.
     """
     controller = b.config.controller
-    if controller is None:
+    if controller is None or not b.config.profile.alter_partition:
         _commit_isr(b, ctx, out, partition, new_isr, partition.partition_epoch + 1)
         return
-    partition.pending_isr = PendingIsr(new_isr, partition.partition_epoch)
+    correlation_id = b.state.new_id()
+    partition.pending_isr = PendingIsr(new_isr, partition.partition_epoch, correlation_id)
     item = AlterPartitionItem(
         partition.tp.topic,
         partition.tp.partition,
@@ -367,15 +371,29 @@ def _propose_isr(b: Broker, ctx: Ctx, out: Out, partition: Partition, new_isr: f
         tuple(sorted(new_isr)),
         partition.partition_epoch,
     )
-    out.send(controller, AlterPartitionRequest(b.config.broker_id, -1, (item,)), b.state.new_id())
+    out.send(controller, AlterPartitionRequest(b.config.broker_id, -1, (item,)), correlation_id)
+    # AlterPartitionManager retries a request that got no answer; here the change is dropped
+    # and proposed again by the next check or fetch.
+    out.set_timer(f"alter-partition:{correlation_id}", b.config.replica_socket_timeout_ms)
 
 
-def on_alter_partition_response(b: Broker, ctx: Ctx, out: Out, resp: AlterPartitionResponse) -> None:
+def alter_partition_timed_out(b: Broker, correlation_id: int) -> None:
+    for tp in sorted(b.state.partitions):
+        partition = b.state.partitions[tp]
+        if partition.pending_isr is not None and partition.pending_isr.correlation_id == correlation_id:
+            partition.pending_isr = None
+
+
+def on_alter_partition_response(
+    b: Broker, ctx: Ctx, out: Out, correlation_id: int, resp: AlterPartitionResponse
+) -> None:
     for result in resp.partitions:
         partition = b.state.partitions.get(TopicPartition(result.topic, result.partition))
-        if partition is None or partition.pending_isr is None:
-            continue
+        pending = None if partition is None else partition.pending_isr
+        if partition is None or pending is None or pending.correlation_id != correlation_id:
+            continue  # an answer to a request this leader no longer waits for
         partition.pending_isr = None
+        out.cancel_timer(f"alter-partition:{correlation_id}")
         if result.error_code is ErrorCode.NONE and result.leader_epoch == partition.leader_epoch:
             _commit_isr(b, ctx, out, partition, frozenset(result.isr), result.partition_epoch)
         else:

@@ -8,11 +8,12 @@ The arithmetic is in `replica_state`; this module holds the state and applies it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from actors.broker.partition_log import PartitionLog
 from actors.broker.replica_state import (
+    NEVER_MS,
     ReplicaState,
     high_watermark,
     reset_for_new_leader,
@@ -44,6 +45,7 @@ class PendingIsr:
 
     isr: frozenset[int]
     sent_partition_epoch: int
+    correlation_id: int
 
 
 @dataclass(slots=True)
@@ -83,12 +85,19 @@ class Partition:
         now_ms: int,
     ) -> bool:
         """Become leader; return True if the epoch is new (the follower state was reset)."""
-        new_epoch = leader_epoch != self.leader_epoch or self.role is not Role.LEADER
+        was_leader = self.role is Role.LEADER
+        new_epoch = leader_epoch != self.leader_epoch or not was_leader
         self._update_assignment(leader_epoch, isr, replicas, partition_epoch, controller_epoch)
         self.role, self.leader, self.pending_isr = Role.LEADER, me, None
         if new_epoch:
+            # resetReplicaState: a new leader forgets its followers' LEOs; one that stays leader
+            # keeps them and only restarts their caught-up clocks.
             self.followers = {
-                r: reset_for_new_leader(r in isr, now_ms) for r in sorted(replicas) if r != me
+                r: reset_for_new_leader(r in isr, now_ms)
+                if not was_leader or r not in self.followers
+                else replace(self.followers[r], last_caught_up_time_ms=now_ms if r in isr else NEVER_MS)
+                for r in sorted(replicas)
+                if r != me
             }
         return new_epoch
 

@@ -95,6 +95,9 @@ class PartitionLog:
     def truncate_to(self, out: Out, offset: int) -> bool:
         """Keep the records below `offset`; the HW and epoch cache follow. True if anything went."""
         if offset >= self.log_end_offset:
+            # As UnifiedLog.truncateTo: trim the epoch cache anyway. A broker that became leader
+            # cached (epoch, LEO) and wrote nothing; that entry must not outlive the truncation.
+            self._set_epochs(out, self.epochs.truncate_from_end(self.log_end_offset))
             return False
         del self.records[offset:]
         out.truncate(log_file(self.tp), offset)

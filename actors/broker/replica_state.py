@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from sim.profiles import Profile
 
 __all__ = [
+    "NEVER_MS",
     "ReplicaState",
     "can_join_isr",
     "high_watermark",

@@ -85,6 +85,9 @@ class FetchSession:
     partitions: dict[TopicPartition, FollowedPartition] = field(default_factory=dict)
     in_flight: int | None = None
     """The correlation id of the request in flight."""
+    sent: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
+    """For each partition in that request: (leader epoch, log end offset) when it was sent. An
+    answer counts only if both still hold (`processFetchRequest` checks the same)."""
 
 
 @dataclass(slots=True)

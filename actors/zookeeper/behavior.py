@@ -254,6 +254,8 @@ class ZooKeeper:
             fired.append((EventType.NODE_DATA_CHANGED, path))
             return OpResult(ZkError.OK, path, nodes[path].stat())
         if op.op is OpCode.DELETE:
+            if path == ROOT:
+                raise _Failed(ZkError.BADARGUMENTS)
             if node.children:
                 raise _Failed(ZkError.NOTEMPTY)
             del nodes[path]

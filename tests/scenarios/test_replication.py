@@ -287,37 +287,39 @@ def test_s9_a_follower_at_the_leaders_leo_is_never_removed() -> None:
 
 def _s2_from_scratch(version: str):
     """S2 through the protocol itself: m0 and m1 are produced with acks=all and acknowledged;
-    B2 holds [m0, m1] with HW 1 (the response carrying HW 2 has not come) when a LeaderAndIsr
-    makes it go through a become-follower transition; then B1 crashes and B2 is elected."""
+    B2 holds [m0, m1] with HW 1 on disk (the 5000 ms checkpoint) when it goes through a fast
+    restart, and becomes follower again; then B1 crashes and B2 is elected."""
     script = Script(
         [
             (0, B1, leader_and_isr(1, 0, (1, 2)), 1),
             (0, B2, leader_and_isr(1, 0, (1, 2)), 2),
             (100, B1, produce(("m0",)), 3),
-            (1000, B1, produce(("m1",)), 4),
-            (1010, B2, leader_and_isr(1, 1, (1, 2)), 5),
-            (1013, B2, leader_and_isr(2, 2, (2,)), 6),
-            (1110, B1, leader_and_isr(2, 2, (2,)), 7),
-            (1200, B2, produce(("m2",), acks=1), 8),
+            (6000, B1, produce(("m1",)), 4),
+            (6006, B2, leader_and_isr(1, 0, (1, 2)), 5),  # to the restarted B2
+            (6009, B2, leader_and_isr(2, 1, (2,)), 6),
+            (6110, B1, leader_and_isr(2, 1, (2,)), 7),
+            (6200, B2, produce(("m2",), acks=1), 8),
         ]
     )
     kernel = build(version, (1, 2), script, fail_on_violation=False)
-    kernel.schedule(1012, "crash B1", lambda: kernel.crash("broker-1"))
-    kernel.schedule(1100, "restart B1", lambda: kernel.restart("broker-1"))
+    kernel.schedule(6005, "crash B2", lambda: kernel.crash("broker-2"))
+    kernel.schedule(6006, "restart B2", lambda: kernel.restart("broker-2"))
+    kernel.schedule(6008, "crash B1", lambda: kernel.crash("broker-1"))
+    kernel.schedule(6100, "restart B1", lambda: kernel.restart("broker-1"))
     return kernel, script
 
 
 def test_s2_from_scratch_pre_kip_101_breaks_weak_and_strong_isr_and_loses_m1() -> None:
     kernel, script = _s2_from_scratch(PRE_EPOCHS)
-    kernel.run(1010)
-    assert partition_view(kernel, 2)["high_watermark"] == 1
-    assert log_values(kernel, 2) == ["m0", "m1"]
-    kernel.run(3000)
+    kernel.run(6005)
+    assert (partition_view(kernel, 2)["high_watermark"], log_values(kernel, 2)) == (1, ["m0", "m1"])
+    kernel.run(8000)
     acked = [t for t, _, m in script.received if isinstance(m, ProduceResponse) and m.partitions[0].error_code is ErrorCode.NONE]
-    assert acked == [104, 1004, 1202]  # m0, m1 acknowledged with acks=all; m2 with acks=1
+    assert acked == [104, 6004, 6202]  # m0, m1 acknowledged with acks=all; m2 with acks=1
     violated = [(v["invariant"], v["ts_ms"], v["node"]) for v in kernel.invariant_violations]
-    # B2 truncated to its HW at 1011 while B1, the presumed leader with HW 2, counted it in its ISR
-    assert violated[:2] == [("weak_isr", 1011, "broker-2"), ("strong_isr", 1011, "broker-2")]
+    # B2 truncated to its checkpointed HW at 6007 while B1, the presumed leader with HW 2,
+    # counted it in its ISR
+    assert violated[:2] == [("weak_isr", 6007, "broker-2"), ("strong_isr", 6007, "broker-2")]
     assert log_values(kernel, 2) == ["m0", "m2"]
     assert log_values(kernel, 1) == ["m0", "m2"]
     assert lost_acknowledged(["m0", "m1", "m2"], log_values(kernel, 2)) == ["m1"]
@@ -327,7 +329,7 @@ def test_s2_from_scratch_pre_kip_101_breaks_weak_and_strong_isr_and_loses_m1() -
 @pytest.mark.parametrize("version", WITH_EPOCHS)
 def test_s2_from_scratch_with_epochs_keeps_everything_and_the_invariants(version: str) -> None:
     kernel, _ = _s2_from_scratch(version)
-    kernel.run(3000)
+    kernel.run(8000)
     assert kernel.invariant_violations == []
     assert log_values(kernel, 2) == ["m0", "m1", "m2"]
     assert log_values(kernel, 1) == ["m0", "m1", "m2"]

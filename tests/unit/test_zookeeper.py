@@ -162,3 +162,10 @@ def test_czxid_is_the_create_zxid() -> None:
     s.call(A, MultiRequest(sid, (Op(OpCode.DELETE, "/brokers/1"),)))
     again = s.create(sid, "/brokers/1", ephemeral=True).results[0].stat.czxid
     assert again > first
+
+
+def test_the_root_cannot_be_deleted() -> None:
+    s = Service()
+    sid = s.session(A)
+    assert s.call(A, MultiRequest(sid, (Op(OpCode.DELETE, "/"),))).error is ZkError.BADARGUMENTS
+    assert s.call(A, ExistsRequest(sid, "/")).error is ZkError.OK
