@@ -177,14 +177,24 @@ def _analyze(args: argparse.Namespace) -> int:
         if args.json:
             sys.stdout.write(json.dumps({"run_dir": str(run_dir), **analysis}) + "\n")
         else:
-            rtt = analysis["ping_rtt_ms"]
-            sys.stdout.write(
-                f"{run_dir}: {sum(analysis['events_by_type'].values())} events, "
-                f"{sum(analysis['dropped_by_reason'].values())} dropped messages, "
-                f"{analysis['rejected_frames']} rejected frames, "
-                f"ping rtt p50 {rtt.get('p50')} ms, p99 {rtt.get('p99')} ms\n"
-            )
+            sys.stdout.write(_analysis_line(run_dir, analysis) + "\n")
     return 0
+
+
+def _analysis_line(run_dir: Path, analysis: dict[str, Any]) -> str:
+    parts = [
+        f"{sum(analysis['events_by_type'].values())} events",
+        f"{sum(analysis['dropped_by_reason'].values())} dropped messages",
+        f"{analysis['rejected_frames']} rejected frames",
+    ]
+    outcomes = analysis["produce_outcomes"]
+    if outcomes:
+        parts.append("produce outcomes " + ", ".join(f"{k} {v}" for k, v in outcomes.items()))
+        parts.append(f"{len(analysis['isr_changes'])} ISR changes")
+    rtt = analysis["ping_rtt_ms"]
+    if rtt:
+        parts.append(f"ping rtt p50 {rtt['p50']} ms, p99 {rtt['p99']} ms")
+    return f"{run_dir}: " + ", ".join(parts)
 
 
 def _report(run_dir: Path) -> int:
