@@ -7,7 +7,8 @@ They are named after the TLA+ specs (hachikuji/kafka-specification) where one ex
 - `leader_in_isr` (`LeaderInIsr`): a leader is in its own ISR;
 - `monotonic_high_watermark`: a leader's HW never goes back while it leads in one epoch;
 - `weak_isr` (`WeakIsr`): records below a presumed leader's HW are on every member of its ISR;
-- `strong_isr` (`StrongIsr`): the same for every member of the latest committed ISR.
+- `strong_isr` (`StrongIsr`): the same for every member of the latest committed ISR;
+- `single_controller_per_epoch`: no two brokers are elected controller with the same epoch.
 
 For the last two the checker keeps a shadow of every replica's log as record identities (the
 leader epoch and offset each record was first written with): a leader's `records_appended` adds
@@ -68,6 +69,7 @@ class Invariants:
     _leader_of_epoch: dict[tuple[str, int, int], str] = field(default_factory=dict)
     _leader_isr: dict[Replica, list[int]] = field(default_factory=dict)
     _committed_isr: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    _controllers: dict[int, int] = field(default_factory=dict)
 
     def __call__(self, event: Mapping[str, Any]) -> list[Violation]:
         name = event["event"]
@@ -89,8 +91,18 @@ class Invariants:
             self._shadow(event).role = "follower"
         elif name == "node_crashed":
             self._crashed(event["target"], event["kind"])
+        elif name == "controller_elected":
+            found = self._controller(event)
         self.violations.extend(found)
         return found
+
+    def _controller(self, event: Mapping[str, Any]) -> list[Violation]:
+        epoch, broker = event["controller_epoch"], event["broker_id"]
+        holder = self._controllers.setdefault(epoch, broker)
+        if holder == broker:
+            return []
+        detail = f"controller epoch {epoch} elected broker {holder} and broker {broker}"
+        return [Violation("single_controller_per_epoch", event["ts_ms"], event["node"], detail)]
 
     # ------------------------------------------------------------------ the shadow logs
 

@@ -87,3 +87,12 @@ def test_a_violation_fails_the_run_with_a_readable_log(tmp_path: Path) -> None:
     assert [e["event"] for e in events[-2:]] == ["became_leader", "invariant_violated"]
     assert kernel.invariant_violations[0]["invariant"] == "test_invariant"
     kernel.shutdown()
+
+
+def test_single_controller_per_epoch() -> None:
+    check = Invariants()
+    elected = {"event": "controller_elected", "ts_ms": 1, "node": "broker-1", "broker_id": 1, "controller_epoch": 7}
+    assert check(elected) == []
+    assert check({**elected, "ts_ms": 5, "controller_epoch": 8, "broker_id": 2}) == []
+    [v] = check({**elected, "ts_ms": 9, "node": "broker-3", "broker_id": 3})
+    assert (v.invariant, v.ts_ms) == ("single_controller_per_epoch", 9)
