@@ -165,7 +165,7 @@ class Broker:
         )
         if moved or leo_changed:
             self.emit_offsets(out, partition)
-            leader.check_purgatory(self, ctx, out)
+            leader.check_purgatory(self, out)
 
     def emit_offsets(self, out: Out, partition: Partition) -> None:
         out.emit(
@@ -195,7 +195,7 @@ class Broker:
         for p in req.partitions:
             error = self._become_leader_or_follower(ctx, out, p)
             errors.append(LeaderAndIsrPartitionError(p.topic, p.partition, error))
-        leader.check_purgatory(self, ctx, out)
+        leader.check_purgatory(self, out)
         out.reply(inbound, LeaderAndIsrResponse(ErrorCode.NONE, tuple(errors)))
 
     def _become_leader_or_follower(self, ctx: Ctx, out: Out, p: LeaderAndIsrPartition) -> ErrorCode:

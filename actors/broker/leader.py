@@ -234,7 +234,7 @@ def _follower_fetched(b: Broker, ctx: Ctx, out: Out, fp: FetchPartition, replica
     b.after_leader_change(ctx, out, partition, leo_changed=False)
 
 
-def check_purgatory(b: Broker, ctx: Ctx, out: Out) -> None:
+def check_purgatory(b: Broker, out: Out) -> None:
     """Complete every delayed operation that can complete now (after any LEO, HW or role change)."""
     for op_id in sorted(b.state.delayed_produces):
         op = b.state.delayed_produces[op_id]

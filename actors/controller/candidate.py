@@ -111,10 +111,10 @@ class ControllerCandidate:
         out = Out()
         msg = inbound.message
         if isinstance(msg, WatchedEvent):
-            if msg.path == CONTROLLER_PATH and msg.type is EventType.NODE_DELETED:
-                if self.s.state is CandidateState.STANDBY:
-                    self._transition(out, CandidateState.ELECTING)
-                    self._read_epoch(out)
+            controller_gone = msg.path == CONTROLLER_PATH and msg.type is EventType.NODE_DELETED
+            if controller_gone and self.s.state is CandidateState.STANDBY:
+                self._transition(out, CandidateState.ELECTING)
+                self._read_epoch(out)
             return out
         purpose = self.s.waiting.pop(inbound.correlation_id, None)
         if purpose is None:
