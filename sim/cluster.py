@@ -197,8 +197,7 @@ class Cluster:
 
     def _replica_logs(self) -> dict[str, dict[int, dict[str, Any]]]:
         """Each partition's replicas: a live broker's state, or what a down broker's disk kept."""
-        from actors.broker.partition_log import PartitionLog  # noqa: PLC0415
-        from protocols.types import TopicPartition  # noqa: PLC0415
+        from actors.broker.partition_log import PartitionLog, partitions_on_disk  # noqa: PLC0415
 
         found: dict[str, dict[int, dict[str, Any]]] = {}
         for b in range(1, self.scenario.get("cluster", "brokers") + 1):
@@ -208,16 +207,14 @@ class Cluster:
             else:
                 disk = self.kernel.disk(node).view()
                 partitions = {}
-                for name in sorted(disk):
-                    if name.endswith("/log"):
-                        topic, _, number = name[: -len("/log")].rpartition("-")
-                        log = PartitionLog.recover(TopicPartition(topic, int(number)), disk)
-                        partitions[name[: -len("/log")]] = {
-                            "role": "offline",
-                            "leader_epoch": -1,
-                            "high_watermark": log.high_watermark,
-                            "log": [(r.offset, r.leader_epoch, r.value) for r in log.records],
-                        }
+                for tp in partitions_on_disk(disk):
+                    log = PartitionLog.recover(tp, disk)
+                    partitions[str(tp)] = {
+                        "role": "offline",
+                        "leader_epoch": -1,
+                        "high_watermark": log.high_watermark,
+                        "log": [(r.offset, r.leader_epoch, r.value) for r in log.records],
+                    }
             for tp, view in partitions.items():
                 found.setdefault(tp, {})[b] = view
         return found

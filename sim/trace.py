@@ -86,7 +86,7 @@ class ActorLog:
             return event_dict
 
         def keep_dict(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> Any:
-            buffer.pending = dict(event_dict)
+            buffer.pending = event_dict  # order_fields built it afresh; nothing changes it after
             return event_dict
 
         self._log = structlog.wrap_logger(

@@ -130,26 +130,24 @@ def seeded_disk(
 ) -> Disk:
     """A broker disk holding one partition: records `(value, leader_epoch)`, the first `flushed`
     of them durable (all by default), the HW checkpoint and the epoch checkpoint they imply."""
-    from actors.broker.epoch_cache import EpochCache
-    from actors.broker.partition_log import epoch_file, hw_file, log_file
-    from actors.core import Append, Flush, WriteFile
+    from actors.broker.partition_log import PartitionLog, log_file
+    from actors.core import Flush, Out
     from protocols.replication import Record
     from protocols.types import TopicPartition
 
     topic, _, partition = tp.rpartition("-")
-    key = TopicPartition(topic, int(partition))
+    log = PartitionLog(TopicPartition(topic, int(partition)))
     records = tuple(Record(i, epoch, value) for i, (value, epoch) in enumerate(values))
     durable = len(records) if flushed is None else flushed
-    epochs = EpochCache()
-    for record in records:
-        if record.leader_epoch > epochs.latest_epoch:
-            epochs = epochs.assign(record.leader_epoch, record.offset)
+    out = Out()
+    log.append_as_follower(out, records[:durable])
+    out.append(Flush(log_file(log.tp)))
+    log.append_as_follower(out, records[durable:])
+    log.update_high_watermark(high_watermark)
+    log.checkpoint_high_watermark(out)
     disk = Disk()
-    disk.apply(Append(log_file(key), records[:durable]))
-    disk.apply(Flush(log_file(key)))
-    disk.apply(Append(log_file(key), records[durable:]))
-    disk.apply(WriteFile(epoch_file(key), tuple(tuple(e) for e in epochs.entries)))
-    disk.apply(WriteFile(hw_file(key), high_watermark))
+    for command in out:
+        disk.apply(command)  # type: ignore[arg-type]
     return disk
 
 

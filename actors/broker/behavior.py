@@ -16,7 +16,7 @@ from typing import Any
 from actors.broker import follower, leader
 from actors.broker.config import BrokerConfig
 from actors.broker.partition import Partition
-from actors.broker.partition_log import PartitionLog
+from actors.broker.partition_log import PartitionLog, partitions_on_disk
 from actors.broker.state import BrokerState
 from actors.core import Address, Ctx, Inbound, Out
 from protocols.errors import ErrorCode
@@ -38,9 +38,6 @@ from protocols.types import TopicPartition
 
 __all__ = ["Broker", "broker_id_of"]
 
-_LOG_SUFFIX = "/log"
-
-
 def broker_id_of(address: Address) -> int:
     """`broker-2/broker` -> 2."""
     return int(address.node.rsplit("-", 1)[1])
@@ -57,11 +54,8 @@ class Broker:
 
     def on_start(self, ctx: Ctx) -> Out:
         out = Out()
-        for name in sorted(ctx.disk):
-            if name.endswith(_LOG_SUFFIX):
-                topic, _, partition = name[: -len(_LOG_SUFFIX)].rpartition("-")
-                tp = TopicPartition(topic, int(partition))
-                self.state.partitions[tp] = Partition(tp, PartitionLog.recover(tp, ctx.disk))
+        for tp in partitions_on_disk(ctx.disk):
+            self.state.partitions[tp] = Partition(tp, PartitionLog.recover(tp, ctx.disk))
         out.emit(
             "broker_started",
             broker_id=self.config.broker_id,

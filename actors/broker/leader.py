@@ -22,6 +22,7 @@ from protocols.replication import (
     AlterPartitionItem,
     AlterPartitionRequest,
     AlterPartitionResponse,
+    EARLIEST_TIMESTAMP,
     EpochEndOffset,
     EpochEndOffsetResult,
     FetchedPartition,
@@ -90,7 +91,7 @@ def on_produce(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: ProduceRequ
             producer_id=data.producer_id,
             acks=req.acks,
         )
-        pending[tp] = PendingProduce(partition.log.log_end_offset, base, partition.leader_epoch)
+        pending[tp] = PendingProduce(partition.log.log_end_offset, base)
         b.after_leader_change(ctx, out, partition, leo_changed=True)
     if req.acks == 0:
         return  # Kafka sends no response (and closes the connection on a failed append)
@@ -311,7 +312,7 @@ def on_list_offsets(b: Broker, out: Out, inbound: Inbound, req: ListOffsetsReque
             answers.append(ListOffsetsPartitionResponse(tp.topic, tp.partition, ErrorCode.NOT_LEADER_OR_FOLLOWER))
             continue
         log = partition.log
-        if p.timestamp == -2:  # noqa: PLR2004 - EARLIEST_TIMESTAMP
+        if p.timestamp == EARLIEST_TIMESTAMP:
             offset = 0
         else:
             offset = log.log_end_offset if req.replica_id >= 0 else log.high_watermark
@@ -363,7 +364,7 @@ def _propose_isr(b: Broker, ctx: Ctx, out: Out, partition: Partition, new_isr: f
         _commit_isr(b, ctx, out, partition, new_isr, partition.partition_epoch + 1)
         return
     correlation_id = b.state.new_id()
-    partition.pending_isr = PendingIsr(new_isr, partition.partition_epoch, correlation_id)
+    partition.pending_isr = PendingIsr(new_isr, correlation_id)
     item = AlterPartitionItem(
         partition.tp.topic,
         partition.tp.partition,

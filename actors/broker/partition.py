@@ -44,8 +44,8 @@ class PendingIsr:
     """An AlterPartition in flight (KIP-497): the ISR the leader asked for."""
 
     isr: frozenset[int]
-    sent_partition_epoch: int
     correlation_id: int
+    """The AlterPartition in flight: only its answer counts."""
 
 
 @dataclass(slots=True)

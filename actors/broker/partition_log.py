@@ -23,11 +23,21 @@ from actors.core import Append, Out, WriteFile
 from protocols.replication import Record
 from protocols.types import TopicPartition
 
-__all__ = ["PartitionLog", "epoch_file", "hw_file", "log_file"]
+__all__ = ["PartitionLog", "epoch_file", "hw_file", "log_file", "partitions_on_disk"]
 
 
 def log_file(tp: TopicPartition) -> str:
     return f"{tp}/log"
+
+
+def partitions_on_disk(disk: dict[str, Any]) -> list[TopicPartition]:
+    """The partitions whose log a disk holds (files named `T-0/log`), in order."""
+    found = []
+    for name in sorted(disk):
+        if name.endswith("/log"):
+            topic, _, partition = name.removesuffix("/log").rpartition("-")
+            found.append(TopicPartition(topic, int(partition)))
+    return found
 
 
 def epoch_file(tp: TopicPartition) -> str:

@@ -39,7 +39,6 @@ class DelayedFetch:
 class PendingProduce:
     required_offset: int
     base_offset: int
-    leader_epoch: int
 
 
 @dataclass(slots=True)

@@ -113,7 +113,7 @@ class ControllerCandidate:
         if isinstance(msg, WatchedEvent):
             controller_gone = msg.path == CONTROLLER_PATH and msg.type is EventType.NODE_DELETED
             if controller_gone and self.s.state is CandidateState.STANDBY:
-                self._transition(out, CandidateState.ELECTING)
+                self._transition(CandidateState.ELECTING)
                 self._read_epoch(out)
             return out
         purpose = self.s.waiting.pop(inbound.correlation_id, None)
@@ -126,7 +126,7 @@ class ControllerCandidate:
             case "connect", ConnectResponse(session_id, timeout_ms):
                 self.s.session_id = session_id
                 out.set_timer("ping", timeout_ms // 3)
-                self._transition(out, CandidateState.REGISTERING)
+                self._transition(CandidateState.REGISTERING)
                 self._register(out)
             case "register", MultiResponse() as resp:
                 self._registered(out, resp)
@@ -156,13 +156,12 @@ class ControllerCandidate:
         self.s.waiting[self.s.next_correlation_id] = purpose
         out.send(ZOOKEEPER, message, self.s.next_correlation_id)
 
-    def _transition(self, out: Out, to: CandidateState) -> None:
-        del out  # the facts worth logging are the elections, not every step
-        self.s.state = to
+    def _transition(self, to: CandidateState) -> None:
+        self.s.state = to  # the facts worth logging are the elections, not every step
 
     def _connect(self, out: Out) -> None:
         self.s.session_id = 0
-        self._transition(out, CandidateState.CONNECTING)
+        self._transition(CandidateState.CONNECTING)
         self._request(out, ConnectRequest(self.config.session_timeout_ms), "connect")
 
     def _register(self, out: Out) -> None:
@@ -184,7 +183,7 @@ class ControllerCandidate:
         stat = resp.results[0].stat
         self.s.broker_epoch = stat.czxid if stat is not None else -1
         out.emit("broker_registered", broker_id=self.config.broker_id, broker_epoch=self.s.broker_epoch)
-        self._transition(out, CandidateState.ELECTING)
+        self._transition(CandidateState.ELECTING)
         self._read_epoch(out)
 
     def _read_epoch(self, out: Out) -> None:
@@ -203,7 +202,7 @@ class ControllerCandidate:
 
     def _election_result(self, out: Out, resp: MultiResponse) -> None:
         if resp.error is ZkError.OK:
-            self._transition(out, CandidateState.ACTIVE)
+            self._transition(CandidateState.ACTIVE)
             self.s.active_controller = self.config.broker_id
             out.emit(
                 "controller_elected",
@@ -214,13 +213,13 @@ class ControllerCandidate:
             return
         # NODEEXISTS or BADVERSION: ControllerMovedException; another broker is controller.
         self.s.controller_epoch = -1
-        self._transition(out, CandidateState.STANDBY)
+        self._transition(CandidateState.STANDBY)
         self._request(out, GetDataRequest(self.s.session_id, CONTROLLER_PATH, watch=True), "read-controller")
 
     def _observe_controller(self, out: Out, resp: GetDataResponse) -> None:
         if resp.error is ZkError.NONODE:
             # It went between our multi and this read: race again.
-            self._transition(out, CandidateState.ELECTING)
+            self._transition(CandidateState.ELECTING)
             self._read_epoch(out)
             return
         self.s.active_controller = json.loads(resp.data)["brokerid"]

@@ -75,7 +75,7 @@ def test_bad_overrides(override: str, expected: str) -> None:
     assert _error("", (override,)).startswith(expected)
 
 
-def test_missing_file(tmp_path: object) -> None:
+def test_missing_file() -> None:
     with pytest.raises(ScenarioError, match=r"nope\.toml: no such scenario file"):
         load_scenario("nope.toml")
 
