@@ -20,9 +20,13 @@ from typing import Any
 
 from actors.broker.behavior import Broker
 from actors.broker.config import BROKER_ACTOR, BrokerConfig
+from actors.controller import zkdata as zk
+from actors.controller.behavior import CONTROLLER_ACTOR, Controller, ControllerConfig, controller_address
+from actors.controller.kafka_controller import ControllerSettings
 from actors.core import Address
 from actors.producer.behavior import Producer, ProducerConfig
 from actors.workload import GossipActor, GossipConfig
+from actors.zookeeper.behavior import ZooKeeper
 from protocols.replication import LeaderAndIsrPartition
 from sim.eventlog import EventLog
 from sim.faults import Fault, check_fault, fault_from_scenario, schedule_fault
@@ -225,25 +229,38 @@ def _node_specs(scenario: Scenario) -> list[NodeSpec]:
 
 
 def _kafka_nodes(scenario: Scenario) -> list[NodeSpec]:
-    """Brokers `broker-N` and producers `producer-N` (docs/scenarios.md)."""
+    """The coordination service `zookeeper` (ZooKeeper mode), brokers `broker-N` and producers
+    `producer-N` (docs/scenarios.md)."""
     brokers = scenario.get("cluster", "brokers")
+    if not brokers:
+        return []
     settings = scenario.sections["broker"]
-    bootstrap: dict[int, list[LeaderAndIsrPartition]] = {b: [] for b in range(1, brokers + 1)}
-    leaders: dict[str, tuple[int, ...]] = {}
-    for topic in scenario.topics:
-        assignment = replica_assignment(topic, brokers)
-        leaders[topic["name"]] = tuple(replicas[0] for replicas in assignment)
-        for partition, replicas in enumerate(assignment):
-            created = LeaderAndIsrPartition(
-                topic["name"], partition, 0, replicas[0], 0, tuple(replicas), 0, tuple(replicas), True
-            )
-            for b in replicas:
-                bootstrap[b].append(created)
+    zookeeper_mode = scenario.get("cluster", "metadata.mode") == "zookeeper"
+    assignments = {t["name"]: replica_assignment(t, brokers) for t in scenario.topics}
     specs = []
+    if zookeeper_mode:
+        specs.append(NodeSpec("zookeeper", (ActorSpec("zookeeper", lambda: ZooKeeper(initial=_topic_znodes(assignments))),)))
+    bootstrap: dict[int, list[LeaderAndIsrPartition]] = {b: [] for b in range(1, brokers + 1)}
+    if not zookeeper_mode:
+        for topic, assignment in assignments.items():
+            for partition, replicas in enumerate(assignment):
+                created = LeaderAndIsrPartition(
+                    topic, partition, 0, replicas[0], 0, tuple(replicas), 0, tuple(replicas), True
+                )
+                for b in replicas:
+                    bootstrap[b].append(created)
+    controller_settings = ControllerSettings(
+        unclean_leader_election_enable=settings["unclean.leader.election.enable"],
+        auto_leader_rebalance_enable=settings["auto.leader.rebalance.enable"],
+        leader_imbalance_check_interval_ms=settings["leader.imbalance.check.interval.seconds"] * 1000,
+        leader_imbalance_per_broker_percentage=settings["leader.imbalance.per.broker.percentage"],
+        alter_partition=scenario.profile.alter_partition,
+    )
     for b in range(1, brokers + 1):
         config = BrokerConfig(
             b,
             scenario.profile,
+            zk_client=controller_address(b) if zookeeper_mode else None,
             min_insync_replicas=settings["min.insync.replicas"],
             replica_lag_time_max_ms=settings["replica.lag.time.max.ms"],
             replica_fetch_wait_max_ms=settings["replica.fetch.wait.max.ms"],
@@ -259,12 +276,24 @@ def _kafka_nodes(scenario: Scenario) -> list[NodeSpec]:
             ),
             bootstrap=tuple(bootstrap[b]),
         )
-        specs.append(NodeSpec(f"broker-{b}", (ActorSpec(BROKER_ACTOR, lambda c=config: Broker(c)),)))
+        actors = [ActorSpec(BROKER_ACTOR, lambda c=config: Broker(c))]
+        if zookeeper_mode:
+            candidate = ControllerConfig(
+                b,
+                session_timeout_ms=settings["zookeeper.session.timeout.ms"],
+                settings=controller_settings,
+                replica_manager=config.address,
+            )
+            actors.append(ActorSpec(CONTROLLER_ACTOR, lambda c=candidate: Controller(c)))
+        specs.append(NodeSpec(f"broker-{b}", tuple(actors)))
     for i, p in enumerate(scenario.producers):
+        assignment = assignments[p["topic"]]
         config = ProducerConfig(
             name=f"producer-{i + 1}",
             topic=p["topic"],
-            leaders=leaders[p["topic"]],
+            partitions=len(assignment),
+            bootstrap=tuple(range(1, brokers + 1)),
+            leaders=() if zookeeper_mode else tuple(replicas[0] for replicas in assignment),
             acks=p["acks"],
             request_timeout_ms=p["request.timeout.ms"],
             records=p["records"],
@@ -273,6 +302,17 @@ def _kafka_nodes(scenario: Scenario) -> list[NodeSpec]:
         )
         specs.append(NodeSpec(config.name, (ActorSpec("producer", lambda c=config: Producer(c)),)))
     return specs
+
+
+def _topic_znodes(assignments: dict[str, list[list[int]]]) -> tuple[tuple[str, str, int], ...]:
+    """The scenario's topics as an administrator creates them before the run: each topic's
+    assignment znode (and the folder its partitions' state goes in). The controller creates
+    the partitions' state, with their first leaders, when it starts."""
+    znodes: list[tuple[str, str, int]] = []
+    for topic in sorted(assignments):
+        znodes.append((zk.topic_path(topic), zk.encode_assignment(assignments[topic]), 0))
+        znodes.append((zk.partitions_path(topic), "", 0))
+    return tuple(znodes)
 
 
 def _workload_nodes(scenario: Scenario) -> list[NodeSpec]:

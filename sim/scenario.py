@@ -1,7 +1,7 @@
 """Scenario files: TOML with Kafka's configuration names, checked against one schema.
 
-A scenario has sections (`[run]`, `[kafka]`, `[network]`, `[cluster]`, `[broker]`,
-`[workload]`) and arrays of tables (`[[topics]]`, `[[producers]]`, `[[faults]]`). Keys are Kafka's own names with their units (`duration.ms`); TOML reads an
+A scenario has sections (`[run]`, `[kafka]`, `[network]`, `[cluster]`, `[zookeeper]`,
+`[broker]`, `[workload]`) and arrays of tables (`[[topics]]`, `[[producers]]`, `[[faults]]`). Keys are Kafka's own names with their units (`duration.ms`); TOML reads an
 unquoted `latency.min.ms = 1` as nested tables, so nested tables inside a section are flattened
 back into dotted names and both spellings work.
 
@@ -79,7 +79,17 @@ SECTIONS: dict[str, tuple[Setting, ...]] = {
         _s("latency.min.ms", int, 1, low=1, high=60000),
         _s("latency.max.ms", int, 5, low=1, high=60000),
     ),
-    "cluster": (_s("brokers", int, 0, low=0, high=100, doc="brokers broker-1 ... broker-N"),),
+    "cluster": (
+        _s("brokers", int, 0, low=0, high=100, doc="brokers broker-1 ... broker-N"),
+        _s(
+            "metadata.mode",
+            str,
+            "zookeeper",
+            choices=("zookeeper", "static"),
+            doc="zookeeper: a controller elected through ZooKeeper; static: no controller, leaders never move",
+        ),
+    ),
+    "zookeeper": (_s("enabled", bool, True, doc="run the coordination service (node `zookeeper`)"),),
     "broker": (
         _s("min.insync.replicas", int, 1, low=1),
         _s("replica.lag.time.max.ms", int, None, low=1, profile_default="replica.lag.time.max.ms"),
@@ -87,6 +97,11 @@ SECTIONS: dict[str, tuple[Setting, ...]] = {
         _s("replica.fetch.backoff.ms", int, 1000, low=0),
         _s("replica.socket.timeout.ms", int, 30000, low=1),
         _s("replica.high.watermark.checkpoint.interval.ms", int, 5000, low=1),
+        _s("zookeeper.session.timeout.ms", int, None, low=1, profile_default="zookeeper.session.timeout.ms"),
+        _s("unclean.leader.election.enable", bool, None, profile_default="unclean.leader.election.enable"),
+        _s("auto.leader.rebalance.enable", bool, True),
+        _s("leader.imbalance.check.interval.seconds", int, 300, low=1),
+        _s("leader.imbalance.per.broker.percentage", int, 10, low=0, high=100),
     ),
     "workload": (
         _s("kind", str, "gossip", choices=("gossip",)),
@@ -505,6 +520,14 @@ def _check_relations(scenario: Scenario) -> None:
             if between and len(between) != 2:  # noqa: PLR2004 - two sides
                 msg = f"{scenario.source}: [[faults]] #{i + 1}: between: expected two lists of nodes"
                 raise ScenarioError(msg)
+    cluster = scenario.sections["cluster"]
+    if cluster["brokers"] and cluster["metadata.mode"] == "zookeeper" and not scenario.get("zookeeper", "enabled"):
+        msg = (
+            f"{scenario.source}: [zookeeper] enabled = false, but [cluster] metadata.mode = "
+            '"zookeeper" needs the coordination service (use metadata.mode = "static" for a '
+            "cluster without a controller)"
+        )
+        raise ScenarioError(msg)
     if scenario.sections["cluster"]["brokers"] == 0 and scenario.sections["workload"]["nodes"] == 0:
         msg = f"{scenario.source}: the scenario has no nodes: set [cluster] brokers (or [workload] nodes)"
         raise ScenarioError(msg)

@@ -20,6 +20,18 @@ from actors.broker.partition_log import PartitionLog, partitions_on_disk
 from actors.broker.state import BrokerState
 from actors.core import Address, Ctx, Inbound, Out
 from protocols.errors import ErrorCode
+from protocols.metadata import (
+    BrokerRegistered,
+    IsrUpdateResponse,
+    MetadataPartition,
+    MetadataRequest,
+    MetadataResponse,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataPartition,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
 from protocols.replication import (
     AlterPartitionResponse,
     FetchRequest,
@@ -95,6 +107,16 @@ class Broker:
                 follower.on_list_offsets_response(self, ctx, out, src, inbound.correlation_id, resp)
             case AlterPartitionResponse() as resp:
                 leader.on_alter_partition_response(self, ctx, out, inbound.correlation_id, resp)
+            case IsrUpdateResponse() as resp:
+                leader.on_isr_update_response(self, ctx, out, inbound.correlation_id, resp)
+            case UpdateMetadataRequest() as req:
+                self._on_update_metadata(out, inbound, req)
+            case StopReplicaRequest() as req:
+                self._on_stop_replica(out, inbound, req)
+            case MetadataRequest() as req:
+                self._on_metadata(out, inbound, req)
+            case BrokerRegistered(broker_epoch):
+                self.state.broker_epoch = broker_epoch
             case _:
                 out.emit("request_ignored", src=str(inbound.src), message=type(inbound.message).__name__)
         return out
@@ -174,17 +196,67 @@ class Broker:
 
     # ------------------------------------------------------------------ LeaderAndIsr
 
-    def _on_leader_and_isr(self, ctx: Ctx, out: Out, inbound: Inbound, req: LeaderAndIsrRequest) -> None:
-        if req.controller_epoch < self.state.controller_epoch:
+    def _control_request_error(self, out: Out, request: str, req: Any) -> ErrorCode:
+        """The checks every controller request passes first (`KafkaApis`, `ReplicaManager`):
+        aimed at an earlier incarnation of this broker (KIP-380), or from a controller older than
+        one already heard from. A request that passes makes its controller the known one."""
+        error = ErrorCode.NONE
+        if 0 <= req.broker_epoch < self.state.broker_epoch:
+            error = ErrorCode.STALE_BROKER_EPOCH
+        elif req.controller_epoch < self.state.controller_epoch:
+            error = ErrorCode.STALE_CONTROLLER_EPOCH
+        if error is not ErrorCode.NONE:
             out.emit(
-                "leader_and_isr_rejected",
+                "controller_request_rejected",
+                request=request,
                 controller_id=req.controller_id,
                 controller_epoch=req.controller_epoch,
-                error=ErrorCode.STALE_CONTROLLER_EPOCH.name,
+                broker_epoch=req.broker_epoch,
+                error=error.name,
             )
-            out.reply(inbound, LeaderAndIsrResponse(ErrorCode.STALE_CONTROLLER_EPOCH))
-            return
+            return error
         self.state.controller_epoch = req.controller_epoch
+        self.state.controller_id = req.controller_id
+        return error
+
+    def _on_update_metadata(self, out: Out, inbound: Inbound, req: UpdateMetadataRequest) -> None:
+        error = self._control_request_error(out, "UpdateMetadata", req)
+        if error is ErrorCode.NONE:
+            self.state.live_brokers = tuple(req.live_brokers)
+            for p in req.partitions:
+                self.state.metadata[TopicPartition(p.topic, p.partition)] = p
+        out.reply(inbound, UpdateMetadataResponse(error))
+
+    def _on_stop_replica(self, out: Out, inbound: Inbound, req: StopReplicaRequest) -> None:
+        """`stopReplicas` with deletePartition=false: stop fetching; the log stays."""
+        error = self._control_request_error(out, "StopReplica", req)
+        if error is ErrorCode.NONE:
+            for p in req.partitions:
+                tp = TopicPartition(p.topic, p.partition)
+                follower.stop_following(self, tp)
+                out.emit("replica_stopped", topic=p.topic, partition=p.partition, leader_epoch=p.leader_epoch)
+        out.reply(inbound, StopReplicaResponse(error))
+
+    def _on_metadata(self, out: Out, inbound: Inbound, req: MetadataRequest) -> None:
+        """Answer from the metadata cache: each partition's leader, epoch, replicas and ISR."""
+        found: list[MetadataPartition] = []
+        for topic in req.topics:
+            cached = sorted(tp for tp in self.state.metadata if tp.topic == topic)
+            if not cached:
+                found.append(MetadataPartition(topic, -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, (), ()))
+            for tp in cached:
+                p: UpdateMetadataPartition = self.state.metadata[tp]
+                error = ErrorCode.NONE if p.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE
+                found.append(
+                    MetadataPartition(topic, tp.partition, error, p.leader, p.leader_epoch, p.replicas, p.isr)
+                )
+        out.reply(inbound, MetadataResponse(self.state.live_brokers, self.state.controller_id, tuple(found)))
+
+    def _on_leader_and_isr(self, ctx: Ctx, out: Out, inbound: Inbound, req: LeaderAndIsrRequest) -> None:
+        error = self._control_request_error(out, "LeaderAndIsr", req)
+        if error is not ErrorCode.NONE:
+            out.reply(inbound, LeaderAndIsrResponse(error))
+            return
         errors = []
         for p in req.partitions:
             error = self._become_leader_or_follower(ctx, out, p)

@@ -22,7 +22,11 @@ class BrokerConfig:
     broker_id: int
     profile: Profile = field(default_factory=lambda: Profile.for_version("3.9"))
     controller: Address | None = None
-    """Where AlterPartition goes (2.7+). None until a controller exists in the cluster."""
+    """A fixed controller for AlterPartition (2.7+), for tests that play the controller; else
+    AlterPartition goes to the controller that sent the newest request."""
+    zk_client: Address | None = None
+    """The ZooKeeper client on this node (its controller actor); None in a cluster without
+    ZooKeeper, where a leader commits ISR changes itself."""
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = 30000
     replica_fetch_wait_max_ms: int = 500

@@ -4,7 +4,7 @@ and ISR shrink and expand.
 Models `ReplicaManager.appendRecords`/`fetchMessages`, `Partition.appendRecordsToLeader`,
 `Partition.fetchRecords` (read first, capturing the HW, then update the follower's fetch state:
 an immediate response carries the HW from *before* the fetch, KAFKA.md 1.4), `DelayedFetch`,
-`DelayedProduce`, and `maybeShrinkIsr`/`maybeExpandIsr` with AlterPartition (2.7+).
+`DelayedProduce`, and `maybeShrinkIsr`/`maybeExpandIsr` with AlterPartition (2.7+) or a ZooKeeper write (before).
 
 Left out: idempotent-producer deduplication (the producer issue), transactions and the LSO.
 """
@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 from actors.broker.partition import Partition, PendingIsr
 from actors.broker.replica_state import can_join_isr, out_of_sync_replicas
 from actors.broker.state import DelayedFetch, DelayedProduce, PendingProduce
-from actors.core import Ctx, Inbound, Out
+from actors.core import Address, Ctx, Inbound, Out
 from protocols.errors import ErrorCode
+from protocols.metadata import IsrUpdateRequest, IsrUpdateResponse
 from protocols.replication import (
     AlterPartitionItem,
     AlterPartitionRequest,
@@ -50,6 +51,7 @@ __all__ = [
     "maybe_shrink_isr",
     "on_alter_partition_response",
     "on_fetch",
+    "on_isr_update_response",
     "on_list_offsets",
     "on_offset_for_leader_epoch",
     "on_produce",
@@ -353,26 +355,45 @@ def _maybe_expand_isr(b: Broker, ctx: Ctx, out: Out, partition: Partition, repli
 
 
 def _propose_isr(b: Broker, ctx: Ctx, out: Out, partition: Partition, new_isr: frozenset[int]) -> None:
-    """Send AlterPartition (2.7+) to the controller; without one, commit at the leader.
-
-    Until the controller issue lands, a cluster has no controller: the leader then commits the
-    change itself and bumps the partition epoch, which is what a pre-2.7 leader did with its
-    compare-and-set write of the partition-state znode.
+    """Propose an ISR change, the way this version does it:
+    - 2.7+ (KIP-497): AlterPartition to the controller, pending until it answers;
+    - before 2.7: a conditional write of the partition-state znode through this node's
+      ZooKeeper client (`Partition.updateIsr`), pending until it answers;
+    - in a cluster without ZooKeeper: the leader commits the change itself, as that write would.
     """
-    controller = b.config.controller
-    if controller is None or not b.config.profile.alter_partition:
+    if b.config.profile.alter_partition:
+        controller = b.config.controller
+        if controller is None and b.state.controller_id >= 0:
+            controller = Address(f"broker-{b.state.controller_id}", "controller")
+        if controller is None:
+            if b.config.zk_client is None:
+                _commit_isr(b, ctx, out, partition, new_isr, partition.partition_epoch + 1)
+            return  # no controller known yet: the next check proposes again
+        correlation_id = b.state.new_id()
+        item = AlterPartitionItem(
+            partition.tp.topic,
+            partition.tp.partition,
+            partition.leader_epoch,
+            tuple(sorted(new_isr)),
+            partition.partition_epoch,
+        )
+        out.send(controller, AlterPartitionRequest(b.config.broker_id, b.state.broker_epoch, (item,)), correlation_id)
+    elif b.config.zk_client is not None:
+        correlation_id = b.state.new_id()
+        request = IsrUpdateRequest(
+            partition.tp.topic,
+            partition.tp.partition,
+            b.config.broker_id,
+            partition.leader_epoch,
+            tuple(sorted(new_isr)),
+            partition.controller_epoch,
+            partition.partition_epoch,
+        )
+        out.send(b.config.zk_client, request, correlation_id)
+    else:
         _commit_isr(b, ctx, out, partition, new_isr, partition.partition_epoch + 1)
         return
-    correlation_id = b.state.new_id()
     partition.pending_isr = PendingIsr(new_isr, correlation_id)
-    item = AlterPartitionItem(
-        partition.tp.topic,
-        partition.tp.partition,
-        partition.leader_epoch,
-        tuple(sorted(new_isr)),
-        partition.partition_epoch,
-    )
-    out.send(controller, AlterPartitionRequest(b.config.broker_id, -1, (item,)), correlation_id)
     # AlterPartitionManager retries a request that got no answer; here the change is dropped
     # and proposed again by the next check or fetch.
     out.set_timer(f"alter-partition:{correlation_id}", b.config.replica_socket_timeout_ms)
@@ -404,6 +425,24 @@ def on_alter_partition_response(
                 partition=partition.tp.partition,
                 error=result.error_code.name,
             )
+
+
+def on_isr_update_response(
+    b: Broker, ctx: Ctx, out: Out, correlation_id: int, resp: IsrUpdateResponse
+) -> None:
+    """Before 2.7: the ZooKeeper write of an ISR change came back. On a version conflict the
+    leader keeps its ISR and waits for the controller ("cached zkVersion not equal")."""
+    for tp in sorted(b.state.partitions):
+        partition = b.state.partitions[tp]
+        pending = partition.pending_isr
+        if pending is None or pending.correlation_id != correlation_id:
+            continue
+        partition.pending_isr = None
+        out.cancel_timer(f"alter-partition:{correlation_id}")
+        if resp.error_code is ErrorCode.NONE:
+            _commit_isr(b, ctx, out, partition, pending.isr, resp.zk_version)
+        else:
+            out.emit("isr_change_failed", topic=tp.topic, partition=tp.partition, error=resp.error_code.name)
 
 
 def _commit_isr(

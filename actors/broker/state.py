@@ -7,6 +7,7 @@ from enum import Enum
 
 from actors.broker.partition import Partition
 from actors.core import Inbound
+from protocols.metadata import UpdateMetadataPartition
 from protocols.replication import FetchRequest, ProducePartitionResponse
 from protocols.types import TopicPartition
 
@@ -93,6 +94,13 @@ class FetchSession:
 class BrokerState:
     partitions: dict[TopicPartition, Partition] = field(default_factory=dict)
     controller_epoch: int = -1
+    controller_id: int = -1
+    """The controller that sent the newest accepted request; AlterPartition goes there."""
+    broker_epoch: int = -1
+    """The czxid of this broker's registration, told by its ZooKeeper client (KIP-380)."""
+    metadata: dict[TopicPartition, UpdateMetadataPartition] = field(default_factory=dict)
+    """The metadata cache (`MetadataCache`), filled by UpdateMetadata; clients read it."""
+    live_brokers: tuple[int, ...] = ()
     delayed_fetches: dict[int, DelayedFetch] = field(default_factory=dict)
     delayed_produces: dict[int, DelayedProduce] = field(default_factory=dict)
     sessions: dict[int, FetchSession] = field(default_factory=dict)

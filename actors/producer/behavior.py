@@ -2,14 +2,20 @@
 
 What it models of the Java producer so far: `acks` (0: no response expected; 1; all), the
 produce request's timeout (`request.timeout.ms`, sent to the broker and enforced by the client),
-and record values that name the producer and the sequence (`producer-1:17`), so a record written
-twice is told apart from a record consumed twice. Each batch's outcome is one
-`produce_completed` event.
+leader discovery by Metadata, and record values that name the producer and the sequence
+(`producer-1:17`), so a record written twice is told apart from a record consumed twice. Each
+record's outcome is one `produce_completed` event.
+
+Metadata (`Metadata`, `NetworkClient`): the producer asks a broker for the topic's leaders at
+start, again `retry.backoff.ms` later while a partition has none, after a NOT_LEADER_OR_FOLLOWER,
+LEADER_NOT_AVAILABLE or timed-out answer, and every `metadata.max.age.ms`. It asks the brokers
+in turn (the bootstrap list, then the live brokers it learned of); an unanswered request is
+given up after `request.timeout.ms`. A record whose partition has no known leader waits for one
+until its own `request.timeout.ms` runs out. In a cluster without a controller the leaders are
+fixed (`leaders`) and never asked for.
 
 Not yet (the producer issue): retries and `delivery.timeout.ms`, idempotence (producer id,
-epoch, sequence deduplication), batching (`linger.ms`, `batch.size`), `max.in.flight`, and
-finding leaders by Metadata; until the controller exists a partition's leader is its first
-replica, as the controller makes it on creation.
+epoch, sequence deduplication), batching (`linger.ms`, `batch.size`) and `max.in.flight`.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 from actors.broker.config import broker_address
 from actors.core import Ctx, Inbound, Out
 from protocols.errors import ErrorCode
+from protocols.metadata import MetadataRequest, MetadataResponse
 from protocols.replication import ProducePartitionData, ProduceRequest, ProduceResponse
 
 __all__ = ["Producer", "ProducerConfig"]
@@ -29,20 +36,35 @@ __all__ = ["Producer", "ProducerConfig"]
 class ProducerConfig:
     name: str
     topic: str
-    leaders: tuple[int, ...]
-    """The leader broker of each partition, by partition number."""
+    partitions: int
+    bootstrap: tuple[int, ...] = ()
+    """Broker ids to ask for metadata first (`bootstrap.servers`)."""
+    leaders: tuple[int, ...] = ()
+    """Fixed leaders by partition, for a cluster without a controller; empty: ask by Metadata."""
     acks: int = -1
     request_timeout_ms: int = 30000
     records: int = 100
     interval_ms: int = 100
     start_ms: int = 0
+    retry_backoff_ms: int = 100
+    metadata_max_age_ms: int = 300_000
 
 
 @dataclass(slots=True)
-class _InFlight:
+class _Record:
     partition: int
     sequence: int
     value: str
+
+
+_REFRESH_ON = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.REQUEST_TIMED_OUT,
+    }
+)
 
 
 @dataclass(slots=True)
@@ -50,7 +72,14 @@ class ProducerState:
     sent: int = 0
     acked: list[str] = field(default_factory=list)
     failed: int = 0
-    in_flight: dict[int, _InFlight] = field(default_factory=dict)
+    in_flight: dict[int, _Record] = field(default_factory=dict)
+    """Correlation id -> the record sent."""
+    waiting: dict[int, _Record] = field(default_factory=dict)
+    """Sequence -> a record waiting for its partition's leader."""
+    leaders: dict[int, int] = field(default_factory=dict)
+    brokers: tuple[int, ...] = ()
+    metadata_in_flight: int | None = None
+    metadata_requests: int = 0
     next_correlation_id: int = 0
 
 
@@ -58,70 +87,139 @@ class Producer:
     def __init__(self, config: ProducerConfig) -> None:
         self.config = config
         self.state = ProducerState()
+        self.state.leaders = dict(enumerate(config.leaders))
+        self.state.brokers = config.bootstrap
 
     def on_start(self, ctx: Ctx) -> Out:
         out = Out()
         if self.config.records > 0:
             out.set_timer("send", max(0, self.config.start_ms - ctx.now_ms))
+            if not self.config.leaders:
+                self._request_metadata(out)
         return out
 
     def on_timer(self, ctx: Ctx, key: str) -> Out:
         out = Out()
-        if key == "send":
+        kind, _, arg = key.partition(":")
+        if kind == "send":
             self._send_next(out)
             if self.state.sent < self.config.records:
                 out.set_timer("send", self.config.interval_ms)
-        elif key.startswith("timeout:"):
-            request = self.state.in_flight.pop(int(key.split(":")[1]), None)
-            if request is not None:
-                self._completed(out, request, ErrorCode.REQUEST_TIMED_OUT, -1)
+        elif kind == "timeout":
+            record = self.state.in_flight.pop(int(arg), None)
+            if record is not None:
+                self._completed(out, record, ErrorCode.REQUEST_TIMED_OUT, -1)
+        elif kind == "wait-timeout":
+            record = self.state.waiting.pop(int(arg), None)
+            if record is not None:
+                self._completed(out, record, ErrorCode.REQUEST_TIMED_OUT, -1)
+        elif kind == "metadata":
+            self._request_metadata(out)
+        elif kind == "metadata-timeout" and self.state.metadata_in_flight == int(arg):
+            self.state.metadata_in_flight = None
+            self._request_metadata(out)
         return out
 
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
         out = Out()
-        if isinstance(inbound.message, ProduceResponse):
-            request = self.state.in_flight.pop(inbound.correlation_id, None)
-            if request is not None:  # else: it timed out already
-                out.cancel_timer(f"timeout:{inbound.correlation_id}")
-                answer = inbound.message.partitions[0]
-                self._completed(out, request, answer.error_code, answer.base_offset)
+        match inbound.message:
+            case ProduceResponse() as resp:
+                record = self.state.in_flight.pop(inbound.correlation_id, None)
+                if record is not None:  # else: it timed out already
+                    out.cancel_timer(f"timeout:{inbound.correlation_id}")
+                    answer = resp.partitions[0]
+                    self._completed(out, record, answer.error_code, answer.base_offset)
+            case MetadataResponse() as resp if inbound.correlation_id == self.state.metadata_in_flight:
+                self._on_metadata(out, resp)
         return out
 
     def snapshot(self) -> dict[str, Any]:
         s = self.state
-        return {"sent": s.sent, "acked": list(s.acked), "failed": s.failed, "in_flight": len(s.in_flight)}
+        return {
+            "sent": s.sent,
+            "acked": list(s.acked),
+            "failed": s.failed,
+            "in_flight": len(s.in_flight),
+            "waiting": len(s.waiting),
+            "leaders": dict(sorted(s.leaders.items())),
+        }
+
+    # ------------------------------------------------------------------ metadata
+
+    def _request_metadata(self, out: Out) -> None:
+        state = self.state
+        if state.metadata_in_flight is not None or self.config.leaders or not state.brokers:
+            return
+        broker = state.brokers[state.metadata_requests % len(state.brokers)]
+        state.metadata_requests += 1
+        correlation_id = self._next_correlation_id()
+        state.metadata_in_flight = correlation_id
+        out.send(broker_address(broker), MetadataRequest((self.config.topic,)), correlation_id)
+        out.set_timer(f"metadata-timeout:{correlation_id}", self.config.request_timeout_ms)
+
+    def _on_metadata(self, out: Out, resp: MetadataResponse) -> None:
+        state = self.state
+        out.cancel_timer(f"metadata-timeout:{state.metadata_in_flight}")
+        state.metadata_in_flight = None
+        if resp.brokers:
+            state.brokers = tuple(resp.brokers)
+        for p in resp.partitions:
+            if p.partition >= 0:
+                state.leaders[p.partition] = p.leader
+        for sequence in sorted(state.waiting):
+            record = state.waiting[sequence]
+            if state.leaders.get(record.partition, -1) >= 0:
+                del state.waiting[sequence]
+                out.cancel_timer(f"wait-timeout:{sequence}")
+                self._send(out, record)
+        leaderless = any(state.leaders.get(p, -1) < 0 for p in range(self.config.partitions))
+        out.set_timer("metadata", self.config.retry_backoff_ms if leaderless else self.config.metadata_max_age_ms)
+
+    # ------------------------------------------------------------------ produce
+
+    def _next_correlation_id(self) -> int:
+        self.state.next_correlation_id += 1
+        return self.state.next_correlation_id
 
     def _send_next(self, out: Out) -> None:
         cfg, state = self.config, self.state
         sequence = state.sent
-        partition = sequence % len(cfg.leaders)
-        value = f"{cfg.name}:{sequence}"
         state.sent += 1
-        request = ProduceRequest(
-            cfg.acks, cfg.request_timeout_ms, (ProducePartitionData(cfg.topic, partition, (value,)),)
-        )
-        state.next_correlation_id += 1
-        correlation_id = state.next_correlation_id
-        out.send(broker_address(cfg.leaders[partition]), request, correlation_id)
-        in_flight = _InFlight(partition, sequence, value)
-        if cfg.acks == 0:
-            self._completed(out, in_flight, ErrorCode.NONE, -1)  # nothing will answer
+        record = _Record(sequence % cfg.partitions, sequence, f"{cfg.name}:{sequence}")
+        if state.leaders.get(record.partition, -1) < 0:
+            state.waiting[sequence] = record
+            out.set_timer(f"wait-timeout:{sequence}", cfg.request_timeout_ms)
+            self._request_metadata(out)
             return
-        state.in_flight[correlation_id] = in_flight
+        self._send(out, record)
+
+    def _send(self, out: Out, record: _Record) -> None:
+        cfg = self.config
+        request = ProduceRequest(
+            cfg.acks, cfg.request_timeout_ms, (ProducePartitionData(cfg.topic, record.partition, (record.value,)),)
+        )
+        correlation_id = self._next_correlation_id()
+        out.send(broker_address(self.state.leaders[record.partition]), request, correlation_id)
+        if cfg.acks == 0:
+            self._completed(out, record, ErrorCode.NONE, -1)  # nothing will answer
+            return
+        self.state.in_flight[correlation_id] = record
         out.set_timer(f"timeout:{correlation_id}", cfg.request_timeout_ms)
 
-    def _completed(self, out: Out, request: _InFlight, error: ErrorCode, base_offset: int) -> None:
+    def _completed(self, out: Out, record: _Record, error: ErrorCode, base_offset: int) -> None:
         if error is ErrorCode.NONE and self.config.acks != 0:
-            self.state.acked.append(request.value)
+            self.state.acked.append(record.value)
         elif error is not ErrorCode.NONE:
             self.state.failed += 1
+            if error in _REFRESH_ON:
+                self._request_metadata(out)
         out.emit(
             "produce_completed",
             topic=self.config.topic,
-            partition=request.partition,
+            partition=record.partition,
             producer=self.config.name,
-            first_sequence=request.sequence,
-            last_sequence=request.sequence,
+            first_sequence=record.sequence,
+            last_sequence=record.sequence,
             base_offset=base_offset,
             error=error.name,
             acks=self.config.acks,

@@ -95,8 +95,13 @@ def _valid(path: str) -> bool:
 
 
 class ZooKeeper:
-    def __init__(self, session_id_base: int = 0x100) -> None:
+    def __init__(self, session_id_base: int = 0x100, initial: tuple[tuple[str, str, int], ...] = ()) -> None:
+        """`initial`: znodes `(path, data, version)` present before the run, as a restored
+        snapshot would hold them (the topics an administrator created, a controller epoch);
+        missing parents are created empty. Each takes the next zxid, in the order given."""
         self.state = ZooKeeperState(next_session=session_id_base)
+        for path, data, version in initial:
+            self._seed(path, data, version)
 
     # ------------------------------------------------------------------ handlers
 
@@ -194,6 +199,21 @@ class ZooKeeper:
             self._multi(out, sid, ops)
 
     # ------------------------------------------------------------------ writes
+
+    def _seed(self, path: str, data: str, version: int) -> None:
+        if not _valid(path) or path == ROOT:
+            msg = f"cannot seed the znode {path!r}"
+            raise ValueError(msg)
+        parent = _parent(path)
+        if parent not in self.state.nodes:
+            self._seed(parent, "", 0)
+        nodes = self.state.nodes
+        if path in nodes:
+            nodes[path] = replace(nodes[path], data=data, version=version)
+            return
+        self.state.zxid += 1
+        self._apply(nodes, self.state.zxid, 0, Op(OpCode.CREATE, path, data), [])
+        nodes[path] = replace(nodes[path], version=version)
 
     def _multi(self, out: Out, sid: int, ops: tuple[Op, ...]) -> MultiResponse:
         """Apply `ops` atomically under one zxid, or none of them."""

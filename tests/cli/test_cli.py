@@ -76,7 +76,7 @@ def test_run_writes_the_run_directory_and_prints_the_summary_as_json(tmp_path: P
         (
             {"s.toml": "[cluster]\nbrokers = 2\n[[faults]]\nkind = \"crash\"\nnode = \"broker-9\"\n"},
             ["run", "s.toml"],
-            "kafkasim: s.toml: [[faults]] #1: no node named 'broker-9' (the nodes are broker-1, broker-2)",
+            "kafkasim: s.toml: [[faults]] #1: no node named 'broker-9' (the nodes are broker-1, broker-2, zookeeper)",
         ),
         ({}, ["run", "--set", "run.seeed=3"], "kafkasim: the default study: [run]: unknown key 'seeed' (did you mean 'seed'?)"),
         ({}, ["run", "--seed", "x"], "kafkasim: argument --seed: invalid int value: 'x'"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.controller.candidate import CandidateConfig, ControllerCandidate
+from actors.controller.behavior import Controller, ControllerConfig
 from actors.core import Address
 from actors.zookeeper.behavior import ZooKeeper
 from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec
@@ -23,8 +23,8 @@ def _cluster(seed: int = 1) -> tuple[Kernel, list[dict[str, Any]]]:
     kernel.observe(Invariants())  # single_controller_per_epoch after every event
     kernel.add_node(NodeSpec("zookeeper", (ActorSpec("zookeeper", ZooKeeper),)))
     for b in BROKERS:
-        config = CandidateConfig(b)
-        kernel.add_node(NodeSpec(f"broker-{b}", (ActorSpec("controller", lambda c=config: ControllerCandidate(c)),)))
+        config = ControllerConfig(b)
+        kernel.add_node(NodeSpec(f"broker-{b}", (ActorSpec("controller", lambda c=config: Controller(c)),)))
     return kernel, events
 
 

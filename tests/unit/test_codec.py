@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from protocols import FrameError, Kind, decode_frame, encode_frame, registered
 from protocols.errors import ErrorCode
 from protocols.registry import field, message
+from protocols import metadata as m
 from protocols import replication as r
 from protocols import zookeeper as z
 from protocols.workload import Gossip, PingRequest, PingResponse
@@ -89,6 +90,19 @@ SAMPLES: dict[type, Any] = {
     r.AlterPartitionResponse: r.AlterPartitionResponse(
         E.NONE, (r.AlterPartitionResult("T", 0, E.NONE, 1, 5, (1,), 4),)
     ),
+    m.UpdateMetadataRequest: m.UpdateMetadataRequest(
+        2, 8, 25, (m.UpdateMetadataPartition("T", 0, 8, 2, 5, (2, 3), 4, (1, 2, 3), (1,)),), (2, 3)
+    ),
+    m.UpdateMetadataResponse: m.UpdateMetadataResponse(E.STALE_CONTROLLER_EPOCH),
+    m.StopReplicaRequest: m.StopReplicaRequest(2, 8, 25, (m.StopReplicaPartition("T", 0, 5),)),
+    m.StopReplicaResponse: m.StopReplicaResponse(E.NONE),
+    m.MetadataRequest: m.MetadataRequest(("T",)),
+    m.MetadataResponse: m.MetadataResponse(
+        (1, 2, 3), 2, (m.MetadataPartition("T", 0, E.NONE, 2, 5, (1, 2, 3), (2, 3)),)
+    ),
+    m.BrokerRegistered: m.BrokerRegistered(25),
+    m.IsrUpdateRequest: m.IsrUpdateRequest("T", 0, 1, 5, (1, 2), 7, 3),
+    m.IsrUpdateResponse: m.IsrUpdateResponse(E.NONE, 4),
 }
 
 
