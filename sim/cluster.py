@@ -28,6 +28,7 @@ from actors.producer.behavior import Producer, ProducerConfig
 from actors.workload import GossipActor, GossipConfig
 from actors.zookeeper.behavior import ZooKeeper
 from protocols.replication import LeaderAndIsrPartition
+from sim.disk import CrashKind, Disk
 from sim.eventlog import EventLog
 from sim.faults import Fault, check_fault, fault_from_scenario, schedule_fault
 from sim.invariants import Invariants, diverged_replicas, lost_acknowledged
@@ -57,7 +58,12 @@ class Cluster:
         *,
         events_path: Path | None = None,
         host: HostKind = HostKind.PYKKA,
+        znodes: tuple[tuple[str, str, int], ...] = (),
+        disks: dict[str, Disk] | None = None,
     ) -> None:
+        """A cluster can start from a history: `znodes`, `(path, data, version)` the
+        coordination service holds besides the topics (a controller epoch, partition states);
+        `disks`, what a node's disk holds (by node name)."""
         self.scenario = scenario
         net = scenario.sections["network"]
         self.kernel = Kernel(
@@ -76,10 +82,10 @@ class Cluster:
         self.invariants = Invariants()
         self.kernel.observe(self.invariants)
         self.kernel.fail_on_violation = scenario.get("run", "invariants") == "fail"
-        specs = _node_specs(scenario)
+        specs = _node_specs(scenario, znodes)
         faults = check_scenario(scenario)
         for spec in specs:
-            self.kernel.add_node(spec)
+            self.kernel.add_node(spec, disk=(disks or {}).get(spec.name))
         for fault in faults:
             schedule_fault(self.kernel, fault)
 
@@ -136,7 +142,6 @@ class Cluster:
         self.kernel.apply_due()
 
     def crash(self, node: str, kind: str = "process") -> None:
-        from sim.disk import CrashKind  # noqa: PLC0415
 
         self.inject(Fault("crash", node=node, crash_kind=CrashKind(kind)))
 
@@ -175,7 +180,8 @@ class Cluster:
     def final_checks(self) -> dict[str, Any]:
         """The end-of-run checks against ground truth (docs/run-directory.md): what producers
         sent and had acknowledged, acknowledged records no longer in their partition's log,
-        records written twice, and replicas whose committed prefixes differ."""
+        acknowledged offsets that now hold another record, records written twice, and replicas
+        whose committed prefixes differ."""
         producers = [
             self.state(f"producer-{i + 1}", "producer") for i in range(len(self.scenario.producers))
         ]
@@ -184,8 +190,10 @@ class Cluster:
         present: list[str] = []
         duplicates = 0
         diverged = []
+        final: dict[str, dict[int, str]] = {}
         for tp in sorted(replicas):
             authority = _authoritative(replicas[tp])
+            final[tp] = {offset: value for offset, _, value in authority}
             values = [value for _, _, value in authority]
             present += values
             duplicates += len(values) - len(set(values))
@@ -195,6 +203,12 @@ class Cluster:
             "produced": sum(p["sent"] for p in producers),
             "acked": len(acked),
             "lost_acked": len(lost_acknowledged(acked, present)),
+            "reused_offsets": sum(
+                1
+                for p, spec in zip(producers, self.scenario.producers, strict=True)
+                for partition, offset, value in p["acked_offsets"]
+                if final.get(f"{spec['topic']}-{partition}", {}).get(offset, value) != value
+            ),
             "log_duplicates": duplicates,
             "diverged_replicas": diverged,
         }
@@ -224,11 +238,11 @@ class Cluster:
         return found
 
 
-def _node_specs(scenario: Scenario) -> list[NodeSpec]:
-    return _kafka_nodes(scenario) + _workload_nodes(scenario)
+def _node_specs(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = ()) -> list[NodeSpec]:
+    return _kafka_nodes(scenario, znodes) + _workload_nodes(scenario)
 
 
-def _kafka_nodes(scenario: Scenario) -> list[NodeSpec]:
+def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = ()) -> list[NodeSpec]:
     """The coordination service `zookeeper` (ZooKeeper mode), brokers `broker-N` and producers
     `producer-N` (docs/scenarios.md)."""
     brokers = scenario.get("cluster", "brokers")
@@ -239,7 +253,7 @@ def _kafka_nodes(scenario: Scenario) -> list[NodeSpec]:
     assignments = {t["name"]: replica_assignment(t, brokers) for t in scenario.topics}
     specs = []
     if zookeeper_mode:
-        specs.append(NodeSpec("zookeeper", (ActorSpec("zookeeper", lambda: ZooKeeper(initial=_topic_znodes(assignments))),)))
+        specs.append(NodeSpec("zookeeper", (ActorSpec("zookeeper", lambda: ZooKeeper(initial=_topic_znodes(assignments) + znodes)),)))
     bootstrap: dict[int, list[LeaderAndIsrPartition]] = {b: [] for b in range(1, brokers + 1)}
     if not zookeeper_mode:
         for topic, assignment in assignments.items():
@@ -299,6 +313,8 @@ def _kafka_nodes(scenario: Scenario) -> list[NodeSpec]:
             records=p["records"],
             interval_ms=p["interval.ms"],
             start_ms=p["start.ms"],
+            retry_backoff_ms=p["retry.backoff.ms"],
+            metadata_max_age_ms=p["metadata.max.age.ms"],
         )
         specs.append(NodeSpec(config.name, (ActorSpec("producer", lambda c=config: Producer(c)),)))
     return specs

@@ -8,7 +8,9 @@ They are named after the TLA+ specs (hachikuji/kafka-specification) where one ex
 - `monotonic_high_watermark`: a leader's HW never goes back while it leads in one epoch;
 - `weak_isr` (`WeakIsr`): records below a presumed leader's HW are on every member of its ISR;
 - `strong_isr` (`StrongIsr`): the same for every member of the latest committed ISR;
-- `single_controller_per_epoch`: no two brokers are elected controller with the same epoch.
+- `single_controller_per_epoch`: no two brokers are elected controller with the same epoch;
+- `fenced_controller_writes`: ZooKeeper accepts a new leader or leader epoch for a partition
+  only with the controller epoch current at ZooKeeper (a stale controller's writes are fenced).
 
 For the last two the checker keeps a shadow of every replica's log as record identities (the
 leader epoch and offset each record was first written with): a leader's `records_appended` adds
@@ -23,6 +25,7 @@ replicas, and acknowledged records that no longer exist.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +73,8 @@ class Invariants:
     _leader_isr: dict[Replica, list[int]] = field(default_factory=dict)
     _committed_isr: dict[tuple[str, int], list[int]] = field(default_factory=dict)
     _controllers: dict[int, int] = field(default_factory=dict)
+    _controller_epoch: int = 0
+    _partition_states: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def __call__(self, event: Mapping[str, Any]) -> list[Violation]:
         name = event["event"]
@@ -93,6 +98,8 @@ class Invariants:
             self._crashed(event["target"], event["kind"])
         elif name == "controller_elected":
             found = self._controller(event)
+        elif name == "znode_changed" and "data" in event:
+            found = self._znode(event)
         self.violations.extend(found)
         return found
 
@@ -103,6 +110,27 @@ class Invariants:
             return []
         detail = f"controller epoch {epoch} elected broker {holder} and broker {broker}"
         return [Violation("single_controller_per_epoch", event["ts_ms"], event["node"], detail)]
+
+    def _znode(self, event: Mapping[str, Any]) -> list[Violation]:
+        path = event["path"]
+        if path == "/controller_epoch":
+            self._controller_epoch = int(event["data"])
+            return []
+        if not (path.startswith("/brokers/topics/") and path.endswith("/state")):
+            return []
+        state = json.loads(event["data"])
+        leadership = (state["leader"], state["leader_epoch"])
+        previous = self._partition_states.get(path)
+        self._partition_states[path] = leadership
+        if previous is None and event["op"] != "create":
+            return []  # a partition from before the run: its leadership now is known
+        if leadership == previous or state["controller_epoch"] == self._controller_epoch:
+            return []  # an ISR-only change (a leader's write before 2.7), or a fenced write
+        detail = (
+            f"{path}: leader {state['leader']} epoch {state['leader_epoch']} written with controller "
+            f"epoch {state['controller_epoch']}, current {self._controller_epoch}"
+        )
+        return [Violation("fenced_controller_writes", event["ts_ms"], event["node"], detail)]
 
     # ------------------------------------------------------------------ the shadow logs
 

@@ -121,6 +121,7 @@ def build_summary(scenario: Scenario, kernel: Kernel, wall_s: float) -> dict[str
         "produced": 0,
         "acked": 0,
         "lost_acked": 0,
+        "reused_offsets": 0,
         "log_duplicates": 0,
         "consumed": 0,
         "duplicates": 0,

@@ -169,6 +169,8 @@ PRODUCER_SETTINGS = (
     _s("records", int, 100, low=0),
     _s("interval.ms", int, 100, low=1),
     _s("start.ms", int, 0, low=0),
+    _s("retry.backoff.ms", int, 100, low=0, doc="wait before asking again for a missing leader"),
+    _s("metadata.max.age.ms", int, 300000, low=1, doc="refresh the leaders at least this often"),
 )
 ARRAYS: dict[str, Any] = {
     "faults": FAULT_SETTINGS,

@@ -352,6 +352,12 @@ class Controller:
             self._run_events(out)
             return
         # NODEEXISTS or BADVERSION: ControllerMovedException; another broker is controller.
+        out.emit(
+            "controller_election_lost",
+            broker_id=self.config.broker_id,
+            controller_epoch=self.s.controller_epoch,
+            error=resp.error.name,
+        )
         self.s.controller_epoch = -1
         self.s.state = CandidateState.STANDBY
         self._request(out, GetDataRequest(self.s.session_id, zk.CONTROLLER, watch=True), "read-controller")

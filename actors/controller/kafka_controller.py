@@ -210,7 +210,7 @@ class KafkaController:
             elif item.partition_epoch != current.zk_version:
                 error = ErrorCode.INVALID_UPDATE_VERSION
             elif tuple(item.new_isr) != current.isr:
-                accepted[tp] = replace(current, isr=tuple(item.new_isr))
+                accepted[tp] = replace(current, isr=tuple(item.new_isr), controller_epoch=self.ctx.epoch)
             if error is not ErrorCode.NONE:
                 results[tp] = AlterPartitionResult(item.topic, item.partition, error)
                 self.out.emit(

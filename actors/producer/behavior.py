@@ -8,9 +8,9 @@ record's outcome is one `produce_completed` event.
 
 Metadata (`Metadata`, `NetworkClient`): the producer asks a broker for the topic's leaders at
 start, again `retry.backoff.ms` later while a partition has none, after a NOT_LEADER_OR_FOLLOWER,
-LEADER_NOT_AVAILABLE or timed-out answer, and every `metadata.max.age.ms`. It asks the brokers
-in turn (the bootstrap list, then the live brokers it learned of); an unanswered request is
-given up after `request.timeout.ms`. A record whose partition has no known leader waits for one
+LEADER_NOT_AVAILABLE or timed-out answer, and every `metadata.max.age.ms`. It asks one broker
+while that one answers, and the next (of the bootstrap list, then of the live brokers it
+learned of) after `request.timeout.ms` without an answer. A record whose partition has no known leader waits for one
 until its own `request.timeout.ms` runs out. In a cluster without a controller the leaders are
 fixed (`leaders`) and never asked for.
 
@@ -71,6 +71,8 @@ _REFRESH_ON = frozenset(
 class ProducerState:
     sent: int = 0
     acked: list[str] = field(default_factory=list)
+    acked_offsets: list[tuple[int, int, str]] = field(default_factory=list)
+    """(partition, offset, value) of each record acknowledged with its offset (acks 1 or all)."""
     failed: int = 0
     in_flight: dict[int, _Record] = field(default_factory=dict)
     """Correlation id -> the record sent."""
@@ -79,7 +81,9 @@ class ProducerState:
     leaders: dict[int, int] = field(default_factory=dict)
     brokers: tuple[int, ...] = ()
     metadata_in_flight: int | None = None
-    metadata_requests: int = 0
+    metadata_target: int = 0
+    """Which broker to ask: the same one while it answers (Java's least-loaded node prefers a
+    connected one), the next after a timeout."""
     next_correlation_id: int = 0
 
 
@@ -117,6 +121,7 @@ class Producer:
             self._request_metadata(out)
         elif kind == "metadata-timeout" and self.state.metadata_in_flight == int(arg):
             self.state.metadata_in_flight = None
+            self.state.metadata_target += 1  # that broker did not answer: ask the next one
             self._request_metadata(out)
         return out
 
@@ -138,6 +143,7 @@ class Producer:
         return {
             "sent": s.sent,
             "acked": list(s.acked),
+            "acked_offsets": list(s.acked_offsets),
             "failed": s.failed,
             "in_flight": len(s.in_flight),
             "waiting": len(s.waiting),
@@ -150,8 +156,7 @@ class Producer:
         state = self.state
         if state.metadata_in_flight is not None or self.config.leaders or not state.brokers:
             return
-        broker = state.brokers[state.metadata_requests % len(state.brokers)]
-        state.metadata_requests += 1
+        broker = state.brokers[state.metadata_target % len(state.brokers)]
         correlation_id = self._next_correlation_id()
         state.metadata_in_flight = correlation_id
         out.send(broker_address(broker), MetadataRequest((self.config.topic,)), correlation_id)
@@ -209,6 +214,7 @@ class Producer:
     def _completed(self, out: Out, record: _Record, error: ErrorCode, base_offset: int) -> None:
         if error is ErrorCode.NONE and self.config.acks != 0:
             self.state.acked.append(record.value)
+            self.state.acked_offsets.append((record.partition, base_offset, record.value))
         elif error is not ErrorCode.NONE:
             self.state.failed += 1
             if error in _REFRESH_ON:

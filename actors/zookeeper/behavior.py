@@ -231,8 +231,10 @@ class ZooKeeper:
         self.state.nodes = staged
         self.state.zxid = zxid
         for result, op in zip(results, ops, strict=True):
-            if op.op is not OpCode.CHECK:
-                out.emit("znode_changed", op=op.op.name.lower(), path=result.path, zxid=zxid)
+            if op.op in (OpCode.CREATE, OpCode.SET_DATA):
+                out.emit("znode_changed", op=op.op.name.lower(), path=result.path, zxid=zxid, data=op.data)
+            elif op.op is OpCode.DELETE:
+                out.emit("znode_changed", op="delete", path=result.path, zxid=zxid)
         for event_type, path in fired:
             self._fire(out, event_type, path)
         return MultiResponse(ZkError.OK, tuple(results))

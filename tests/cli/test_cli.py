@@ -78,6 +78,17 @@ def test_run_writes_the_run_directory_and_prints_the_summary_as_json(tmp_path: P
             ["run", "s.toml"],
             "kafkasim: s.toml: [[faults]] #1: no node named 'broker-9' (the nodes are broker-1, broker-2, zookeeper)",
         ),
+        (
+            {"s.toml": "[cluster]\nbrokers = 3\n[zookeeper]\nenabled = false\n"},
+            ["run", "s.toml"],
+            'kafkasim: s.toml: [zookeeper] enabled = false, but [cluster] metadata.mode = "zookeeper" '
+            "needs the coordination service",
+        ),
+        (
+            {"s.toml": "[cluster]\nbrokers = 3\n\"metadata.mode\" = \"kraft\"\n"},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [cluster]: metadata.mode: 'kraft' is not one of zookeeper, static",
+        ),
         ({}, ["run", "--set", "run.seeed=3"], "kafkasim: the default study: [run]: unknown key 'seeed' (did you mean 'seed'?)"),
         ({}, ["run", "--seed", "x"], "kafkasim: argument --seed: invalid int value: 'x'"),
         ({}, ["run", "--seed", "-3"], "kafkasim: --seed must be at least 0, got -3"),

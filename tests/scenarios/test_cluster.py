@@ -110,3 +110,16 @@ def test_a_topic_level_min_insync_replicas_overrides_the_brokers(tmp_path: Path)
             errors.setdefault(e["topic"], set()).add(e["error"])
     assert "NOT_ENOUGH_REPLICAS" in errors["U"]
     assert "NOT_ENOUGH_REPLICAS" not in errors["T"]
+
+
+def test_a_static_cluster_runs_without_the_coordination_service(tmp_path: Path) -> None:
+    """`metadata.mode = "static"`: no ZooKeeper, no controller; partitions start as created and
+    producers use the first replica as the leader."""
+    text = KAFKA.replace("brokers = 3", 'brokers = 3\n"metadata.mode" = "static"\n[zookeeper]\nenabled = false')
+    with Cluster(parse_scenario(text, "test")) as cluster:
+        cluster.run(for_ms=100)
+        assert sorted(str(a) for a in cluster.actors()) == [
+            "broker-1/broker", "broker-2/broker", "broker-3/broker", "producer-1/producer",
+        ]
+    summary = run_scenario(parse_scenario(text, "test"), tmp_path)
+    assert (summary["produced"], summary["acked"], summary["lost_acked"]) == (150, 150, 0)
