@@ -30,6 +30,13 @@ FAULT_EVENTS = (
     "link_fault_added",
 )
 
+ISR_EVENTS = (
+    "isr_shrunk",  # a leader's change, committed
+    "isr_expanded",
+    "replica_removed_from_isr",  # the controller's, for a dead broker
+    "leader_elected",  # a new leader and its ISR
+)
+
 
 def read_events(spark: SparkSession, run_dirs: list[Path]) -> DataFrame:
     """Every event of these runs, read with the documented schema; a bad line fails the job.
@@ -94,7 +101,7 @@ def analyze_runs(spark: SparkSession, run_dirs: list[Path]) -> list[dict[str, An
         .collect()
     )
     isr_changes = (
-        events.where(F.col("event").isin("isr_shrunk", "isr_expanded"))
+        events.where(F.col("event").isin(*ISR_EVENTS))
         .select("run", "ts_ms", "event", "node", "topic", "partition", "isr")
         .orderBy("run", "ts_ms", "node")
         .collect()

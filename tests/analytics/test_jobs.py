@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from sim.analytics.jobs import analyze_runs
+from sim.analytics.jobs import ISR_EVENTS, analyze_runs
 from sim.runner import run_scenario
 from sim.scenario import parse_scenario
 
@@ -83,7 +83,8 @@ def test_kafka_figures_match_the_log(spark: Any, tmp_path: Path) -> None:
     events = _events(tmp_path)
     outcomes = Counter(e["error"] for e in events if e["event"] == "produce_completed")
     assert analysis["produce_outcomes"] == dict(sorted(outcomes.items()))
-    changes = [(e["ts_ms"], e["event"], e["isr"]) for e in events if e["event"] in ("isr_shrunk", "isr_expanded")]
+    changes = [(e["ts_ms"], e["event"], e["isr"]) for e in events if e["event"] in ISR_EVENTS]
+    assert {c[1] for c in changes} >= {"leader_elected", "replica_removed_from_isr"}  # a crash and a return
     assert [(c["ts_ms"], c["event"], c["isr"]) for c in analysis["isr_changes"]] == changes
     replicas = {
         f"{e['topic']}-{e['partition']}@{e['node']}" for e in events if e["event"] == "replica_offsets_changed"
