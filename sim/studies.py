@@ -1,15 +1,15 @@
 """Built-in studies: the scenario `kafkasim run` uses when it is given none.
 
-The default study is a small Kafka cluster under faults a controller is not needed for (the
-controller issue adds leader failover): three brokers, a topic of two partitions replicated three
-times with min.insync.replicas 2 (broker 3 leads neither), a producer with acks=all, and broker 3
-losing power for longer than replica.lag.time.max.ms (its ISR shrink and expansion), then
-isolated; corruption on the wire in between. What to look for in the report: acks=all stalls
-while a dead broker is still in the ISR (records sent in its first 5 s time out after 30 s); the
-ISR shrinks at the first check more than replica.lag.time.max.ms after broker 3's last fetch;
-broker 3 comes back with an empty log (nothing was flushed) and rejoins in one fetch; the
-isolation stalls the HW until broker 3's fetch times out (replica.socket.timeout.ms); nothing
-acknowledged is lost.
+The default study is a small ZooKeeper-mode cluster under faults: three brokers, a topic of two
+partitions replicated three times with min.insync.replicas 2 (broker 3 leads neither), a
+producer with acks=all, and broker 3 losing power for 40 s, then isolated; corruption on the
+wire in between. With seed 1 broker 3 is also the first controller. What to look for in the
+report and the log: acks=all stalls while the dead broker is still in the ISR (records sent in
+its first seconds time out after 30 s); AlterPartition has no controller to go to until broker
+3's session expires (18 s after its last ping), when broker 2 wins controller epoch 2 and takes
+broker 3 out of both ISRs (leader epoch +1); broker 3 comes back with an empty log (nothing was
+flushed), registers with a new broker epoch and rejoins in one fetch; the isolation stalls the
+HW until broker 3's fetch times out (replica.socket.timeout.ms); nothing acknowledged is lost.
 """
 
 from __future__ import annotations
