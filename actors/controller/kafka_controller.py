@@ -186,6 +186,7 @@ class KafkaController:
         yield from self._write([Op(OpCode.DELETE, p) for p in paths])
         changed = [tp for tp in changed if tp in self.ctx.assignments]
         yield from self._read_states(changed)
+        changed = [tp for tp in changed if tp in self.ctx.leadership]
         self.batch.add_update_metadata(self.ctx.live_brokers, changed)
         self._send_batch()
 
