@@ -21,7 +21,12 @@ from typing import Any
 from actors.broker.behavior import Broker
 from actors.broker.config import BROKER_ACTOR, BrokerConfig
 from actors.controller import zkdata as zk
-from actors.controller.behavior import CONTROLLER_ACTOR, Controller, ControllerConfig, controller_address
+from actors.controller.behavior import (
+    CONTROLLER_ACTOR,
+    Controller,
+    ControllerConfig,
+    controller_address,
+)
 from actors.controller.kafka_controller import ControllerSettings
 from actors.core import Address
 from actors.producer.behavior import Producer, ProducerConfig

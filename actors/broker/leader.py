@@ -20,10 +20,10 @@ from actors.core import Address, Ctx, Inbound, Out
 from protocols.errors import ErrorCode
 from protocols.metadata import IsrUpdateRequest, IsrUpdateResponse
 from protocols.replication import (
+    EARLIEST_TIMESTAMP,
     AlterPartitionItem,
     AlterPartitionRequest,
     AlterPartitionResponse,
-    EARLIEST_TIMESTAMP,
     EpochEndOffset,
     EpochEndOffsetResult,
     FetchedPartition,

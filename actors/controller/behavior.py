@@ -33,7 +33,12 @@ from typing import Any
 
 from actors.broker.behavior import broker_id_of
 from actors.controller import zkdata as zk
-from actors.controller.kafka_controller import ControllerMoved, ControllerSettings, KafkaController, Step
+from actors.controller.kafka_controller import (
+    ControllerMoved,
+    ControllerSettings,
+    KafkaController,
+    Step,
+)
 from actors.core import Address, Ctx, Inbound, Out
 from protocols.errors import ErrorCode
 from protocols.metadata import (
@@ -43,7 +48,11 @@ from protocols.metadata import (
     StopReplicaResponse,
     UpdateMetadataResponse,
 )
-from protocols.replication import AlterPartitionRequest, AlterPartitionResponse, LeaderAndIsrResponse
+from protocols.replication import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    LeaderAndIsrResponse,
+)
 from protocols.types import TopicPartition
 from protocols.zookeeper import (
     ConnectRequest,
