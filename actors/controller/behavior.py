@@ -39,6 +39,7 @@ from actors.controller.kafka_controller import (
     KafkaController,
     Step,
 )
+from actors.controller.states import PartitionState
 from actors.core import Address, Ctx, Inbound, Out
 from protocols.errors import ErrorCode
 from protocols.metadata import (
@@ -208,7 +209,7 @@ class Controller:
                     "leader_epoch": l.leader_epoch,
                     "isr": list(l.isr),
                     "partition_epoch": l.zk_version,
-                    "state": c.partition_states[tp].value,
+                    "state": c.partition_states.get(tp, PartitionState.NON_EXISTENT).value,
                 }
                 for tp, l in sorted(c.leadership.items())
             }
