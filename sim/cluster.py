@@ -19,14 +19,9 @@ from types import TracebackType
 from typing import Any
 
 from actors.broker.behavior import Broker
-from actors.broker.config import BROKER_ACTOR, BrokerConfig
+from actors.broker.config import BROKER_ACTOR, CONTROLLER_ACTOR, BrokerConfig, controller_address
 from actors.controller import zkdata as zk
-from actors.controller.behavior import (
-    CONTROLLER_ACTOR,
-    Controller,
-    ControllerConfig,
-    controller_address,
-)
+from actors.controller.behavior import Controller, ControllerConfig
 from actors.controller.kafka_controller import ControllerSettings
 from actors.core import Address
 from actors.producer.behavior import Producer, ProducerConfig

@@ -1,8 +1,8 @@
 """A scripted actor for scenario tests: it sends what the script says when it says, records
 every message it receives, and can answer AlterPartition as the controller would
 (`KafkaController.tryProcessAlterPartition`: accept a request with the current leader epoch and
-partition epoch, bump the partition epoch). It is how tests drive brokers before the
-controller exists (issue 3 allows driving LeaderAndIsr directly)."""
+partition epoch, bump the partition epoch). Replication tests drive brokers with it, with
+exact timings and no elections; tests/scenarios/test_controller.py runs the real controller."""
 
 from __future__ import annotations
 

@@ -8,13 +8,19 @@ from actors.core import Address
 from protocols.replication import LeaderAndIsrPartition
 from sim.profiles import Profile
 
-__all__ = ["BROKER_ACTOR", "BrokerConfig", "broker_address"]
+__all__ = ["BROKER_ACTOR", "CONTROLLER_ACTOR", "BrokerConfig", "broker_address", "controller_address"]
 
 BROKER_ACTOR = "broker"
+CONTROLLER_ACTOR = "controller"
+"""The actor on every broker node that is its ZooKeeper client and controller candidate."""
 
 
 def broker_address(broker_id: int) -> Address:
     return Address(f"broker-{broker_id}", BROKER_ACTOR)
+
+
+def controller_address(broker_id: int) -> Address:
+    return Address(f"broker-{broker_id}", CONTROLLER_ACTOR)
 
 
 @dataclass(frozen=True, slots=True)

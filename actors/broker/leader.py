@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from actors.broker.config import controller_address
 from actors.broker.partition import Partition, PendingIsr
 from actors.broker.replica_state import can_join_isr, out_of_sync_replicas
 from actors.broker.state import DelayedFetch, DelayedProduce, PendingProduce
-from actors.core import Address, Ctx, Inbound, Out
+from actors.core import Ctx, Inbound, Out
 from protocols.errors import ErrorCode
 from protocols.metadata import IsrUpdateRequest, IsrUpdateResponse
 from protocols.replication import (
@@ -364,7 +365,7 @@ def _propose_isr(b: Broker, ctx: Ctx, out: Out, partition: Partition, new_isr: f
     if b.config.profile.alter_partition:
         controller = b.config.controller
         if controller is None and b.state.controller_id >= 0:
-            controller = Address(f"broker-{b.state.controller_id}", "controller")
+            controller = controller_address(b.state.controller_id)
         if controller is None:
             if b.config.zk_client is None:
                 _commit_isr(b, ctx, out, partition, new_isr, partition.partition_epoch + 1)

@@ -70,15 +70,10 @@ from protocols.zookeeper import (
     ZkPingRequest,
 )
 
-__all__ = ["CONTROLLER_ACTOR", "CandidateState", "Controller", "ControllerConfig", "controller_address"]
+__all__ = ["CandidateState", "Controller", "ControllerConfig"]
 
 ZOOKEEPER = Address("zookeeper", "zookeeper")
-CONTROLLER_ACTOR = "controller"
 TOP_LEVEL_PATHS = ("/brokers", zk.BROKER_IDS, zk.TOPICS, zk.ISR_CHANGE_NOTIFICATION)
-
-
-def controller_address(broker_id: int) -> Address:
-    return Address(f"broker-{broker_id}", CONTROLLER_ACTOR)
 
 
 class CandidateState(Enum):
