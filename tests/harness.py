@@ -19,6 +19,9 @@ from protocols.replication import (
     AlterPartitionResult,
     LeaderAndIsrPartition,
     LeaderAndIsrRequest,
+    ProducePartitionData,
+    ProduceRequest,
+    ProduceResponse,
 )
 from sim.disk import Disk
 from sim.invariants import Invariants
@@ -87,6 +90,20 @@ def leader_and_isr(
             ),
         ),
     )
+
+
+def produce(values: tuple[str, ...], acks: int = -1) -> ProduceRequest:
+    """A Produce of `values` to T-0, as a script step sends it."""
+    return ProduceRequest(acks, 30000, (ProducePartitionData("T", 0, values),))
+
+
+def produce_results(script: Script) -> list[tuple[int, ErrorCode, int]]:
+    """Every Produce answer the script received: (time, error, base offset)."""
+    return [
+        (t, m.partitions[0].error_code, m.partitions[0].base_offset)
+        for t, _, m in script.received
+        if isinstance(m, ProduceResponse)
+    ]
 
 
 def build(

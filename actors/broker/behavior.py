@@ -156,6 +156,7 @@ class Broker:
                     "leader_epoch": p.leader_epoch,
                     "partition_epoch": p.partition_epoch,
                     "isr": sorted(p.isr),
+                    "maximal_isr": sorted(p.maximal_isr),
                     "log_end_offset": p.log.log_end_offset,
                     "high_watermark": p.log.high_watermark,
                     "epochs": [tuple(e) for e in p.log.epochs.entries],

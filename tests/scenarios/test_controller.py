@@ -234,6 +234,18 @@ def test_a_paused_controller_that_resumes_changes_nothing() -> None:
             if e["ts_ms"] >= wake and "/state" in e["path"] and json.loads(e["data"])["controller_epoch"] == 7
         ]
         assert stale == []
+        # What it had queued for brokers 2 and 3 behind the UpdateMetadata in flight at the
+        # pause (its failover's LeaderAndIsr, then UpdateMetadata) leaves when it wakes, and
+        # each of the four is rejected by its controller epoch, 7 < 8.
+        rejected = [
+            (e["node"], e["request"], e["controller_epoch"], e["error"])
+            for e in _where(events, "controller_request_rejected")
+        ]
+        assert sorted(rejected) == [
+            (f"broker-{b}", request, 7, "STALE_CONTROLLER_EPOCH")
+            for b in (2, 3)
+            for request in ("LeaderAndIsr", "UpdateMetadata")
+        ]
         assert _where(events, "controller_moved")  # it did try, and was fenced
         assert cluster.invariants.violations == []
 

@@ -6,16 +6,11 @@ Latency is exactly 1 ms, so every time below is exact. The script plays client a
 
 from __future__ import annotations
 
-from actors.broker.config import broker_address
-from protocols.errors import ErrorCode
-from protocols.replication import (
-    AlterPartitionRequest,
-    ProducePartitionData,
-    ProduceRequest,
-    ProduceResponse,
-)
 import pytest
 
+from actors.broker.config import broker_address
+from protocols.errors import ErrorCode
+from protocols.replication import AlterPartitionRequest, ProduceResponse
 from sim.invariants import diverged_replicas, lost_acknowledged
 from tests.harness import (
     Script,
@@ -24,14 +19,12 @@ from tests.harness import (
     leader_and_isr,
     log_values,
     partition_view,
+    produce,
+    produce_results,
     seeded_disk,
 )
 
 B1, B2 = broker_address(1), broker_address(2)
-
-
-def produce(values: tuple[str, ...], acks: int = -1) -> ProduceRequest:
-    return ProduceRequest(acks, 30000, (ProducePartitionData("T", 0, values),))
 
 
 def test_s1_two_fetch_hw_propagation_step_by_step() -> None:
@@ -205,18 +198,10 @@ def _s8(version: str, acks: int) -> tuple[object, Script]:
     return kernel, script
 
 
-def _produce_results(script: Script) -> list[tuple[int, ErrorCode, int]]:
-    return [
-        (t, m.partitions[0].error_code, m.partitions[0].base_offset)
-        for t, _, m in script.received
-        if isinstance(m, ProduceResponse)
-    ]
-
-
 def test_s8_acks_all_under_min_isr_is_rejected_before_append() -> None:
     kernel, script = _s8("3.9", acks=-1)
     kernel.run(50)
-    assert _produce_results(script) == [(12, ErrorCode.NOT_ENOUGH_REPLICAS, -1)]
+    assert produce_results(script) == [(12, ErrorCode.NOT_ENOUGH_REPLICAS, -1)]
     assert partition_view(kernel, 1)["log_end_offset"] == 10
     kernel.shutdown()
 
@@ -225,7 +210,7 @@ def test_s8_acks_all_under_min_isr_is_rejected_before_append() -> None:
 def test_s8_acks_1_under_min_isr_appends_but_37_holds_the_hw(version: str, hw: int) -> None:
     kernel, script = _s8(version, acks=1)
     kernel.run(50)
-    assert _produce_results(script) == [(12, ErrorCode.NONE, 10)]
+    assert produce_results(script) == [(12, ErrorCode.NONE, 10)]
     view = partition_view(kernel, 1)
     assert (view["log_end_offset"], view["high_watermark"]) == (11, hw)
     kernel.shutdown()
@@ -249,7 +234,7 @@ def test_s8_variant_isr_shrinks_after_the_append(version: str, expected: ErrorCo
     kernel = build(version, (1, 2), script, disks=disks, min_insync_replicas=2, replica_lag_time_max_ms=1000)
     kernel.schedule(50, "B2 stops", lambda: kernel.crash("broker-2"))
     kernel.run(31000)
-    [(_, error, offset)] = _produce_results(script)
+    [(_, error, offset)] = produce_results(script)
     assert error is expected
     view = partition_view(kernel, 1)
     assert view["isr"] == [1]
