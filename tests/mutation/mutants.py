@@ -1,0 +1,201 @@
+"""Named mutants of Kafka's rules: each breaks one rule the simulator implements, the way a
+careless rewrite would, and names the tests that claim that rule. The mutation check
+(`python -m tests.mutation`) applies each to a copy of the project and expects those tests to
+fail. A rule added to the model (the producer's, the groups') adds its mutants here.
+
+A mutant is a textual patch: `old` must occur exactly once in `path`, so a refactoring that moves
+the rule makes the check fail loudly (an error) rather than test nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MUTANTS", "Mutant"]
+
+REPLICATION = "tests/scenarios/test_replication.py"
+RULES = "tests/scenarios/test_replication_rules.py"
+CONTROLLER = "tests/scenarios/test_controller.py"
+
+
+@dataclass(frozen=True, slots=True)
+class Mutant:
+    name: str
+    rule: str
+    """The rule broken, with where Kafka states it."""
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    """The tests that claim the rule (pytest node ids): at least one must fail."""
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "hw_ignores_followers",
+        "HW = min LEO over the maximal ISR (Partition.maybeIncrementLeaderHW)",
+        "actors/broker/replica_state.py",
+        "candidate = min(candidate, state.log_end_offset)",
+        "candidate = max(candidate, state.log_end_offset)",
+        (f"{REPLICATION}::test_s1_two_fetch_hw_propagation_step_by_step", "tests/unit/broker/test_replica_state.py"),
+    ),
+    Mutant(
+        "hw_moves_backwards",
+        "the leader's HW only moves forward (UnifiedLog.maybeIncrementHighWatermark)",
+        "actors/broker/replica_state.py",
+        "return max(current_hw, candidate)",
+        "return candidate",
+        (
+            "tests/unit/broker/test_replica_state.py::test_hw_never_moves_back",
+            "tests/unit/broker/test_replica_state.py::test_a_new_leader_cannot_advance_the_hw_until_isr_followers_fetch",
+        ),
+    ),
+    Mutant(
+        "fetch_answer_carries_hw_after_fetch",
+        "an immediate fetch answer carries the HW read before the follower's fetch state moved it (Partition.fetchRecords)",
+        "actors/broker/leader.py",
+        "            _follower_fetched(b, ctx, out, fp, req.replica_id)\n",
+        "            _follower_fetched(b, ctx, out, fp, req.replica_id)\n"
+        "            answers[-1] = _read_partition(b, fp, req.replica_id)[0]\n",
+        (f"{REPLICATION}::test_s1_two_fetch_hw_propagation_step_by_step", f"{RULES}::test_an_immediate_fetch_answer_carries_the_hw_from_before_the_fetch"),
+    ),
+    Mutant(
+        "kip_279_no_loop",
+        "KIP-279: the follower asks OffsetsForLeaderEpoch again until truncation is complete (2.0 to 2.7)",
+        "actors/broker/follower.py",
+        '        _truncate(b, out, partition, offset, "leader_epoch")\n        if complete:',
+        '        _truncate(b, out, partition, offset, "leader_epoch")\n        if True:',
+        (f"{RULES}::test_kip_279_the_follower_asks_again_until_its_epochs_meet_the_leaders",),
+    ),
+    Mutant(
+        "truncation_ignores_own_epochs",
+        "KIP-279: a follower lacking the leader's epoch truncates to the end of its own epoch below it (getOffsetTruncationState)",
+        "actors/broker/epoch_cache.py",
+        "        return TruncationState(min(own_end, follower_leo), complete=False)",
+        "        return TruncationState(min(leader_end, follower_leo), complete=True)",
+        (f"{RULES}::test_kip_279_the_follower_asks_again_until_its_epochs_meet_the_leaders",),
+    ),
+    Mutant(
+        "kip_320_no_epoch_fencing",
+        "KIP-320 (2.1): FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH on fetches (Partition.checkCurrentLeaderEpoch)",
+        "actors/broker/leader.py",
+        "if not b.config.profile.fetch_epoch_fencing or current_leader_epoch < 0:",
+        "if True:",
+        ("tests/unit/broker/test_fencing.py",),
+    ),
+    Mutant(
+        "no_truncation_to_hw_before_0_11",
+        "before KIP-101 (0.11) a new follower truncates to its HW: the cause of S2",
+        "actors/broker/follower.py",
+        '        _truncate(b, out, partition, partition.log.high_watermark, "high_watermark")\n',
+        "        pass\n",
+        (
+            f"{REPLICATION}::test_s2_pre_kip_101_truncation_to_hw_loses_the_acknowledged_record",
+            f"{REPLICATION}::test_s2_from_scratch_pre_kip_101_breaks_weak_and_strong_isr_and_loses_m1",
+        ),
+    ),
+    Mutant(
+        "isr_expiration_every_lag",
+        "the isr-expiration task runs every replica.lag.time.max.ms / 2 (ReplicaManager.startup)",
+        "actors/broker/behavior.py",
+        'out.set_timer("isr-expiration", self.config.replica_lag_time_max_ms // 2)',
+        'out.set_timer("isr-expiration", self.config.replica_lag_time_max_ms)',
+        (f"{REPLICATION}::test_s9_isr_shrink_timing",),
+    ),
+    Mutant(
+        "isr_shrink_ignores_leo",
+        "a follower at the leader's LEO is caught up however long ago it fetched (Replica.isCaughtUp)",
+        "actors/broker/replica_state.py",
+        "return state.log_end_offset == leader_leo or now_ms",
+        "return now_ms",
+        (f"{REPLICATION}::test_s9_a_follower_at_the_leaders_leo_is_never_removed",),
+    ),
+    Mutant(
+        "kafka_7128_no_epoch_start",
+        "KAFKA-7128 (2.1): a follower joins the ISR only once it reaches the leader's epoch start",
+        "actors/broker/replica_state.py",
+        "return not profile.isr_join_needs_epoch_start or state.log_end_offset >= epoch_start_offset",
+        "return True",
+        (f"{RULES}::test_kafka_7128_a_follower_joins_the_isr_only_once_it_reaches_the_leaders_epoch",),
+    ),
+    Mutant(
+        "min_isr_not_checked_at_append",
+        "acks=all under min ISR: NOT_ENOUGH_REPLICAS before the append (Partition.appendRecordsToLeader)",
+        "actors/broker/leader.py",
+        "if acks == -1 and len(partition.isr) < min_isr:",
+        "if acks == -1 and len(partition.isr) < 0:",
+        (f"{REPLICATION}::test_s8_acks_all_under_min_isr_is_rejected_before_append", f"{RULES}::test_acks_all_one_replica_short_of_min_isr_is_rejected_before_the_append"),
+    ),
+    Mutant(
+        "min_isr_off_by_one",
+        "an ISR of exactly min.insync.replicas accepts acks=all (isr.size < effectiveMinIsr rejects)",
+        "actors/broker/leader.py",
+        "if acks == -1 and len(partition.isr) < min_isr:",
+        "if acks == -1 and len(partition.isr) <= min_isr:",
+        (f"{RULES}::test_acks_all_with_the_isr_exactly_at_min_isr_is_appended_and_acknowledged",),
+    ),
+    Mutant(
+        "min_isr_not_capped_by_replication_factor",
+        "effectiveMinIsr = min(min.insync.replicas, replication factor)",
+        "actors/broker/leader.py",
+        "    min_isr = min(b.config.min_insync_replicas_for(tp.topic), len(partition.replicas))\n    if acks",
+        "    min_isr = b.config.min_insync_replicas_for(tp.topic)\n    if acks",
+        (f"{RULES}::test_min_isr_is_capped_by_the_replication_factor",),
+    ),
+    Mutant(
+        "min_isr_not_checked_after_append",
+        "NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below min ISR after the append (checkEnoughReplicasReachOffset)",
+        "actors/broker/leader.py",
+        "error = ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+        "error = ErrorCode.NONE",
+        (f"{REPLICATION}::test_s8_variant_isr_shrinks_after_the_append",),
+    ),
+    Mutant(
+        "hw_advances_under_min_isr",
+        "KAFKA-15583 (3.7): the HW does not advance while the ISR is under min ISR",
+        "actors/broker/replica_state.py",
+        "if profile.hw_needs_min_isr and isr_size",
+        "if False and isr_size",
+        (f"{REPLICATION}::test_s8_acks_1_under_min_isr_appends_but_37_holds_the_hw", f"{REPLICATION}::test_s8_variant_isr_shrinks_after_the_append"),
+    ),
+    Mutant(
+        "brokers_ignore_controller_epoch",
+        "brokers reject LeaderAndIsr, UpdateMetadata and StopReplica from an older controller epoch (ReplicaManager)",
+        "actors/broker/behavior.py",
+        "elif req.controller_epoch < self.state.controller_epoch:",
+        "elif False:",
+        (f"{CONTROLLER}::test_a_paused_controller_that_resumes_changes_nothing",),
+    ),
+    Mutant(
+        "leader_and_isr_equal_epoch_applied",
+        "LeaderAndIsr applies to a partition only with a newer leader epoch (becomeLeaderOrFollower)",
+        "actors/broker/behavior.py",
+        "if p.leader_epoch <= partition.leader_epoch:",
+        "if p.leader_epoch < partition.leader_epoch:",
+        ("tests/unit/broker/test_fencing.py", f"{CONTROLLER}::test_s11_controller_failover_and_stale_controller_fencing"),
+    ),
+    Mutant(
+        "zookeeper_writes_unfenced",
+        "KAFKA-6082 (2.1): every controller write checks /controller_epoch's zkVersion (wrapRequestWithControllerEpochCheck)",
+        "actors/controller/kafka_controller.py",
+        "check = Op(OpCode.CHECK, zk.CONTROLLER_EPOCH, version=self.ctx.epoch_zk_version)",
+        "check = Op(OpCode.CHECK, zk.CONTROLLER_EPOCH, version=-1)",
+        (f"{CONTROLLER}::test_s11_controller_failover_and_stale_controller_fencing", f"{CONTROLLER}::test_a_paused_controller_that_resumes_changes_nothing"),
+    ),
+    Mutant(
+        "offline_election_in_isr_order",
+        "the offline election scans the assignment, not the ISR, for the first live ISR member (PartitionLeaderElectionAlgorithms)",
+        "actors/controller/election.py",
+        "    for replica in assignment:\n        if replica in live and replica in isr:",
+        "    for replica in isr:\n        if replica in live and replica in isr:",
+        ("tests/unit/test_controller_units.py", f"{CONTROLLER}::test_s10_broker_failure_with_alter_partition"),
+    ),
+    Mutant(
+        "offline_election_outside_isr",
+        "a clean offline election picks only an ISR member; outside it only with unclean election",
+        "actors/controller/election.py",
+        "    for replica in assignment:\n        if replica in live and replica in isr:",
+        "    for replica in assignment:\n        if replica in live:",
+        (f"{CONTROLLER}::test_s7_without_unclean_election_the_partition_waits_for_its_isr_and_loses_nothing",),
+    ),
+)
