@@ -6,6 +6,19 @@ counts answered pings on disk and flushes the count every 5 answers.
 What to look for: a process crash keeps the count (the page cache survived), a power loss rolls
 it back to the last flush; an isolated node gets no answers until the partition heals.
 
+Expected output (00_kernel_faults.out), and why each number is right. Each actor pings one
+peer every 200 ms from t = 200; an answer comes back within 2 to 8 ms (1 to 4 ms each way), so
+every ping sent before a cut-off is answered before the next one leaves.
+- t=3000: pings at 200, 400, ..., 2800 are answered: 14.
+- The process crash keeps the page cache: still 14 after the restart at 3000.
+- By 6000 the restarted actor pinged at 3200, ..., 5800 (14 more): 28. Counts are flushed at
+  every fifth answer, so the power loss rolls back to the last multiple of 5: 25.
+- node-0 never crashed: 39 pings by 8000 (200 to 7800). Isolated from 8000, every ping it sends
+  is lost with the broken connection: still 39 at 10000.
+- The heal comes before the actors' events of t=10000, so the pings at 10000, 10200, ..., 10800
+  are answered by 11000: 39 + 5 = 44.
+- The digest is the sha256 of the event log: any change to what the simulation does shows here.
+
 Run: python examples/00_kernel_faults.py [--seed N]
 """
 

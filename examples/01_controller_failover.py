@@ -9,6 +9,26 @@ last ping; the old one wakes, finds its session gone, resigns and registers agai
 pause catches it with requests still queued, they are rejected and its next write is fenced:
 tests/scenarios/test_controller.py plays that S11 exactly.)
 
+Expected output (01_controller_failover.out), and why each number is right.
+- Broker epochs are the czxid of each `/brokers/ids/N` (KIP-380), ZooKeeper's transaction id
+  at its creation: zxids 1 to 4 made the topic's znodes before the run and 5 to 7 the top-level
+  paths (`/brokers/ids`, `/isr_change_notification`, `/controller_epoch`), so the three
+  registrations get 8, 9 and 10. Broker 3's session opened first (1 ms): it registers first
+  and wins the election multi
+  (`/controller_epoch` 0 -> 1): controller epoch 1. The topic's two partitions get their first
+  leaders from the assignment ([1, 2, 3] and [2, 3, 1]): leaders 1 and 2, epoch 0.
+- The last request ZooKeeper heard from broker 3's session arrived at 60 ms (its failover's
+  reads); its next ping, a third of the 18000 ms session timeout after the session opened, falls
+  inside the pause. So the session expires at 60 + 18000 = 18060 ms, deleting its ephemerals;
+  the watch on `/controller` fires, and broker 1 wins epoch 2 twelve milliseconds later (the
+  watch, a read of `/controller_epoch` and the multi, each a round trip of 2 to 8 ms).
+- The pause ends at 5000 + 25000 = 30000 ms; broker 3's first request is answered
+  SESSIONEXPIRED, so it resigns epoch 1 at 30005, opens a new session and registers again: a
+  new czxid, broker epoch 18.
+- 300 records at one per 100 ms from 1000 ms are all sent by 30900, within the 40 s run.
+  Broker 3 leads neither partition, and with min.insync.replicas 1 its pause only shrinks the
+  ISRs, so every acks=all record is acknowledged and none is lost: 300, 300, 0.
+
 Run: python examples/01_controller_failover.py [--seed N]
 """
 
