@@ -12,12 +12,16 @@ They are named after the TLA+ specs (hachikuji/kafka-specification) where one ex
 - `fenced_controller_writes`: ZooKeeper accepts a new leader or leader epoch for a partition
   only with the controller epoch current at ZooKeeper (a stale controller's writes are fenced).
 
-For the last two the checker keeps a shadow of every replica's log as record identities (the
-leader epoch and offset each record was first written with): a leader's `records_appended` adds
-them, a follower's growth copies them from the leader of its epoch, a truncation or a recovery
-cuts them. The events carry offsets only, so this costs no per-record logging. A replica whose
-shadow cannot be kept exactly (it started from a prepared disk, or restarted after a power or
-disk loss, where Kafka itself promises nothing: KIP-966) is left out until it is back in sync.
+For `weak_isr` and `strong_isr` the checker keeps a shadow of every replica's log as record
+identities: the leader epoch each record was first written in (a record keeps its offset
+everywhere, and one leader writes an epoch, so epoch and offset name a record). A shadow is
+therefore a run list `[(start offset, epoch), ...]`, like an epoch cache, and comparing two
+replicas' prefixes costs the number of epochs, not of records: the check is the same cost at
+the first minute of a run and at the hundredth. A leader's `records_appended` extends it, a
+follower's growth copies the leader's runs, a truncation or a recovery cuts it. The events carry
+offsets only, so this costs no per-record logging. A replica whose shadow cannot be kept exactly
+(it started from a prepared disk, or restarted after a power or disk loss, where Kafka itself
+promises nothing: KIP-966) is left out until it is back in sync.
 
 The end-of-run checks compare final replica logs: committed prefixes that differ between
 replicas, and acknowledged records that no longer exist.
@@ -26,11 +30,14 @@ replicas, and acknowledged records that no longer exist.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Invariants", "Violation", "diverged_replicas", "lost_acknowledged"]
+
+INT_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,17 +56,55 @@ def _broker_id(node: str) -> int | None:
     return int(number) if prefix == "broker" and number.isdigit() else None
 
 
-Replica = tuple[str, str, int]  # (node, topic, partition)
-RecordId = tuple[int, int]  # (leader epoch, offset) of the write
+PartitionKey = tuple[str, int]  # (topic, partition)
+UNKNOWN_EPOCH = -1
+"""The epoch of records whose origin the checker did not see (a prepared disk)."""
 
 
 @dataclass(slots=True)
 class _Shadow:
-    records: list[RecordId] = field(default_factory=list)
+    """One replica's log as runs of `(start offset, epoch written in)`, merged: no two adjacent
+    runs share an epoch, so equal prefixes have equal runs."""
+
+    runs: list[tuple[int, int]] = field(default_factory=list)
+    length: int = 0
     high_watermark: int = 0
     role: str = "offline"
     exact: bool = True
     """False: this replica's records are not known exactly (left out of the ISR checks)."""
+
+    def cut(self, length: int) -> None:
+        """Keep the records below `length`."""
+        if length >= self.length:
+            return
+        runs = self.runs
+        while runs and runs[-1][0] >= length:
+            runs.pop()
+        self.length = length
+
+    def extend(self, epoch: int, end: int) -> None:
+        """Records up to `end` (exclusive), all written in `epoch`."""
+        if end <= self.length:
+            return
+        if not self.runs or self.runs[-1][1] != epoch:
+            self.runs.append((self.length, epoch))
+        self.length = end
+
+    def copy_from(self, source: _Shadow, end: int) -> None:
+        """Records from this shadow's end up to `end`, as `source` has them."""
+        runs = source.runs
+        i = bisect_right(runs, (self.length, INT_MAX)) - 1
+        while self.length < end:
+            next_start = runs[i + 1][0] if i + 1 < len(runs) else source.length
+            self.extend(runs[i][1], min(next_start, end))
+            i += 1
+
+    def same_prefix(self, other: _Shadow, n: int) -> bool:
+        """Both hold the same first `n` records."""
+        if self.length < n or other.length < n:
+            return False
+        end = bisect_left(self.runs, (n, UNKNOWN_EPOCH))
+        return end == bisect_left(other.runs, (n, UNKNOWN_EPOCH)) and self.runs[:end] == other.runs[:end]
 
 
 @dataclass(slots=True)
@@ -68,10 +113,13 @@ class Invariants:
 
     violations: list[Violation] = field(default_factory=list)
     _leader_hw: dict[tuple[str, str, int, int], int] = field(default_factory=dict)
-    _shadows: dict[Replica, _Shadow] = field(default_factory=dict)
+    _shadows: dict[PartitionKey, dict[str, _Shadow]] = field(default_factory=dict)
+    """Each partition's replicas by node, kept in node order."""
     _leader_of_epoch: dict[tuple[str, int, int], str] = field(default_factory=dict)
-    _leader_isr: dict[Replica, list[int]] = field(default_factory=dict)
-    _committed_isr: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    _leader_isr: dict[tuple[str, str, int], list[int]] = field(default_factory=dict)
+    _committed_isr: dict[PartitionKey, tuple[int, list[int]]] = field(default_factory=dict)
+    """The quorum's ISR with its leader epoch: only the newest epoch's leader changes it (a
+    deposed leader that wakes and reports its old ISR does not)."""
     _controllers: dict[int, int] = field(default_factory=dict)
     _controller_epoch: int = 0
     _partition_states: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -86,8 +134,7 @@ class Invariants:
         elif name == "records_appended":
             self._track_append(event)
         elif name == "log_truncated":
-            shadow = self._shadow(event)
-            del shadow.records[event["to_offset"] :]
+            self._shadow(event).cut(event["to_offset"])
         elif name in ("became_leader", "isr_shrunk", "isr_expanded"):
             found = self._leader_in_isr(event)
             self._track_isr(event)
@@ -135,55 +182,68 @@ class Invariants:
     # ------------------------------------------------------------------ the shadow logs
 
     def _shadow(self, event: Mapping[str, Any]) -> _Shadow:
-        key = (event["node"], event["topic"], event["partition"])
-        shadow = self._shadows.get(key)
+        replicas = self._shadows.get((event["topic"], event["partition"]))
+        if replicas is None:
+            replicas = self._shadows[(event["topic"], event["partition"])] = {}
+        shadow = replicas.get(event["node"])
         if shadow is None:
-            shadow = self._shadows[key] = _Shadow()
+            shadow = replicas[event["node"]] = _Shadow()
+            if list(replicas) != sorted(replicas):  # keep node order for the checks
+                ordered = dict(sorted(replicas.items()))
+                replicas.clear()
+                replicas.update(ordered)
         return shadow
 
     def _track_append(self, event: Mapping[str, Any]) -> None:
         shadow = self._shadow(event)
-        if event["base_offset"] != len(shadow.records):
+        base = event["base_offset"]
+        if base != shadow.length:
             shadow.exact = False
-        epoch, base = event["leader_epoch"], event["base_offset"]
-        shadow.records[base:] = [(epoch, base + i) for i in range(event["count"])]
+            shadow.cut(base)
+            shadow.extend(UNKNOWN_EPOCH, base)
+        shadow.extend(event["leader_epoch"], base + event["count"])
 
     def _track_offsets(self, event: Mapping[str, Any]) -> None:
         shadow = self._shadow(event)
         leo = event["log_end_offset"]
         shadow.high_watermark = event["high_watermark"]
         shadow.role = event["role"]
-        if leo < len(shadow.records):
-            del shadow.records[leo:]  # a truncation, or a recovery that kept a prefix
-        elif leo > len(shadow.records):
-            leader = self._leader_of_epoch.get((event["topic"], event["partition"], event["leader_epoch"]))
-            source = None if leader is None else self._shadows.get((leader, event["topic"], event["partition"]))
-            if event["role"] != "follower" or source is None or len(source.records) < leo:
+        if leo < shadow.length:
+            shadow.cut(leo)  # a truncation, or a recovery that kept a prefix
+        elif leo > shadow.length:
+            key = (event["topic"], event["partition"])
+            leader = self._leader_of_epoch.get((*key, event["leader_epoch"]))
+            source = None if leader is None else self._shadows[key].get(leader)
+            if event["role"] != "follower" or source is None or source.length < leo:
                 shadow.exact = False  # records from nowhere we saw (a prepared disk)
-                shadow.records += [(-1, o) for o in range(len(shadow.records), leo)]
+                shadow.extend(UNKNOWN_EPOCH, leo)
             else:
-                shadow.records += source.records[len(shadow.records) : leo]
+                shadow.copy_from(source, leo)
                 shadow.exact = shadow.exact and source.exact
 
     def _track_isr(self, event: Mapping[str, Any]) -> None:
-        key = (event["node"], event["topic"], event["partition"])
-        self._leader_isr[key] = list(event["isr"])
-        self._committed_isr[(event["topic"], event["partition"])] = list(event["isr"])
+        topic, partition, node = event["topic"], event["partition"], event["node"]
+        self._leader_isr[(node, topic, partition)] = list(event["isr"])
+        epoch, _ = self._committed_isr.get((topic, partition), (-1, []))
+        if event["leader_epoch"] >= epoch:
+            self._committed_isr[(topic, partition)] = (event["leader_epoch"], list(event["isr"]))
         if event["event"] == "became_leader":
-            self._leader_of_epoch[(event["topic"], event["partition"], event["leader_epoch"])] = event["node"]
+            self._leader_of_epoch[(topic, partition, event["leader_epoch"])] = node
             self._shadow(event).role = "leader"
         elif event["event"] == "isr_expanded":
+            replicas = self._shadows.get((topic, partition), {})
+            leader = replicas.get(node)
             for broker in event["isr"]:  # back in sync: its data is the leader's again
-                member = self._shadows.get((f"broker-{broker}", event["topic"], event["partition"]))
-                leader = self._shadows.get(key)
-                if member is not None and leader is not None and leader.exact:
-                    member.exact = member.exact or member.records == leader.records[: len(member.records)]
+                member = replicas.get(f"broker-{broker}")
+                if member is not None and leader is not None and leader.exact and not member.exact:
+                    member.exact = leader.same_prefix(member, member.length)
 
     def _crashed(self, node: str, kind: str) -> None:
         for key in [k for k in self._leader_hw if k[0] == node]:
             del self._leader_hw[key]
-        for (n, _, _), shadow in self._shadows.items():
-            if n == node:
+        for _, replicas in sorted(self._shadows.items()):
+            shadow = replicas.get(node)
+            if shadow is not None:
                 shadow.role = "offline"  # a crashed broker presumes nothing
                 if kind != "process":
                     shadow.exact = False  # it loses what was not flushed
@@ -191,23 +251,24 @@ class Invariants:
     def _isr_data(self, event: Mapping[str, Any]) -> list[Violation]:
         """`WeakIsr` and `StrongIsr` for the event's partition, for every presumed leader."""
         topic, partition = event["topic"], event["partition"]
+        replicas = self._shadows.get((topic, partition), {})
         found = []
-        for (node, t, p), leader in sorted(self._shadows.items()):
-            if (t, p) != (topic, partition) or leader.role != "leader" or not leader.exact:
+        for node, leader in replicas.items():
+            if leader.role != "leader" or not leader.exact:
                 continue
-            committed = leader.records[: leader.high_watermark]
+            hw = leader.high_watermark
             for invariant, isr in (
-                ("weak_isr", self._leader_isr.get((node, t, p), [])),
-                ("strong_isr", self._committed_isr.get((t, p), [])),
+                ("weak_isr", self._leader_isr.get((node, topic, partition), [])),
+                ("strong_isr", self._committed_isr.get((topic, partition), (-1, []))[1]),
             ):
                 for broker in isr:
-                    member = self._shadows.get((f"broker-{broker}", t, p))
-                    if member is None or not member.exact or f"broker-{broker}" == node:
+                    member = replicas.get(f"broker-{broker}")
+                    if member is None or not member.exact or member is leader:
                         continue
-                    if member.records[: len(committed)] != committed:
+                    if not leader.same_prefix(member, hw):
                         detail = (
-                            f"{t}-{p}: broker-{broker} lacks records below {node}'s HW "
-                            f"{leader.high_watermark} (it has {len(member.records)})"
+                            f"{topic}-{partition}: broker-{broker} lacks records below {node}'s HW "
+                            f"{hw} (it has {member.length})"
                         )
                         found.append(Violation(invariant, event["ts_ms"], event["node"], detail))
         return found

@@ -49,10 +49,35 @@ def test_follower_hw_may_go_back() -> None:
 
 def test_leader_in_isr() -> None:
     check = Invariants()
-    ok = {"event": "isr_shrunk", "ts_ms": 1, "node": "broker-1", "topic": "T", "partition": 0, "isr": [1]}
+    ok = {"event": "isr_shrunk", "ts_ms": 1, "node": "broker-1", "topic": "T", "partition": 0, "isr": [1], "leader_epoch": 0}
     assert check(ok) == []
     [v] = check({**ok, "isr": [2, 3]})
     assert v.invariant == "leader_in_isr"
+
+
+def test_strong_isr_reads_the_isr_of_the_newest_epoch_not_a_deposed_leaders() -> None:
+    """A deposed leader that wakes from a pause and applies its stale LeaderAndIsr reports the
+    ISR of its old epoch; the quorum's ISR is still the new leader's, and a member of the old ISR
+    that the new one dropped is not held to the new leader's HW."""
+    check = Invariants()
+
+    def leader(node: str, ts: int, epoch: int, isr: list[int]) -> dict[str, Any]:
+        return {"event": "became_leader", "ts_ms": ts, "node": node, "topic": "T", "partition": 0,
+                "leader_epoch": epoch, "isr": isr}
+
+    check(leader("broker-1", 1, 0, [1, 2]))
+    check(offsets("broker-1", 2, "leader", 0, 0, 0))
+    check({"event": "records_appended", "ts_ms": 3, "node": "broker-1", "topic": "T", "partition": 0,
+           "base_offset": 0, "count": 2, "leader_epoch": 0})
+    check(offsets("broker-1", 3, "leader", 0, 2, 0))
+    check(offsets("broker-2", 4, "follower", 0, 2, 0))
+    check(leader("broker-2", 5, 3, [2]))  # broker-1 paused; broker-2 leads epoch 3 alone
+    check({"event": "records_appended", "ts_ms": 6, "node": "broker-2", "topic": "T", "partition": 0,
+           "base_offset": 2, "count": 3, "leader_epoch": 3})
+    assert check(offsets("broker-2", 6, "leader", 3, 5, 5)) == []
+    # broker-1 wakes and applies epoch 2's stale LeaderAndIsr, ISR [1, 2], holding 2 records
+    assert check(leader("broker-1", 9, 2, [1, 2])) == []
+    assert check(offsets("broker-1", 9, "leader", 2, 2, 0)) == []
 
 
 def test_s4_diverged_committed_prefixes_are_found() -> None:
