@@ -182,7 +182,7 @@ class Broker:
         )
         if moved or leo_changed:
             self.emit_offsets(out, partition)
-            leader.check_purgatory(self, out)
+            leader.check_purgatory(self, out, (partition.tp,), hw_or_role=moved)
 
     def emit_offsets(self, out: Out, partition: Partition) -> None:
         out.emit(
@@ -262,7 +262,8 @@ class Broker:
         for p in req.partitions:
             error = self._become_leader_or_follower(ctx, out, p)
             errors.append(LeaderAndIsrPartitionError(p.topic, p.partition, error))
-        leader.check_purgatory(self, out)
+        changed = (TopicPartition(p.topic, p.partition) for p in req.partitions)
+        leader.check_purgatory(self, out, changed)
         out.reply(inbound, LeaderAndIsrResponse(ErrorCode.NONE, tuple(errors)))
 
     def _become_leader_or_follower(self, ctx: Ctx, out: Out, p: LeaderAndIsrPartition) -> ErrorCode:

@@ -11,6 +11,7 @@ Left out: idempotent-producer deduplication (the producer issue), transactions a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from actors.broker.config import controller_address
@@ -105,7 +106,7 @@ def on_produce(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: ProduceRequ
         return
     op = DelayedProduce(b.state.new_id(), inbound, pending, results, order, ctx.now_ms + req.timeout_ms)
     if not _try_complete_produce(b, op):
-        b.state.delayed_produces[op.id] = op
+        b.state.delayed_produces.add(op.id, op, op.pending)
         out.set_timer(f"produce:{op.id}", req.timeout_ms)
         return
     out.reply(inbound, _produce_response(order, op.done))
@@ -153,7 +154,7 @@ def _try_complete_produce(b: Broker, op: DelayedProduce) -> bool:
 
 
 def expire_produce(b: Broker, out: Out, op_id: int) -> None:
-    op = b.state.delayed_produces.pop(op_id, None)
+    op = b.state.delayed_produces.pop(op_id)
     if op is None:
         return
     for tp in sorted(op.pending):
@@ -181,7 +182,7 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
         out.reply(inbound, FetchResponse(tuple(answers)))
         return
     op = DelayedFetch(b.state.new_id(), inbound, req, ctx.now_ms + req.max_wait_ms)
-    b.state.delayed_fetches[op.id] = op
+    b.state.delayed_fetches.add(op.id, op, (TopicPartition(fp.topic, fp.partition) for fp in req.partitions))
     out.set_timer(f"fetch:{op.id}", req.max_wait_ms)
 
 
@@ -238,17 +239,23 @@ def _follower_fetched(b: Broker, ctx: Ctx, out: Out, fp: FetchPartition, replica
     b.after_leader_change(ctx, out, partition, leo_changed=False)
 
 
-def check_purgatory(b: Broker, out: Out) -> None:
-    """Complete every delayed operation that can complete now (after any LEO, HW or role change)."""
-    for op_id in sorted(b.state.delayed_produces):
-        op = b.state.delayed_produces[op_id]
+def check_purgatory(
+    b: Broker, out: Out, changed: Iterable[TopicPartition] | None = None, *, hw_or_role: bool = True
+) -> None:
+    """`checkAndComplete` for the partitions whose LEO, HW or role changed (all for None):
+    complete every delayed operation watching them that can complete now. A delayed produce
+    waits for the HW or for leadership to go, so when only the LEO moved (`hw_or_role` False)
+    only fetches are checked (`ReplicaManager.addCompletePurgatoryAction`)."""
+    produces, fetches = b.state.delayed_produces, b.state.delayed_fetches
+    keys = None if changed is None else tuple(changed)
+    for op_id in produces.watching(keys) if hw_or_role else ():
+        op = produces.get(op_id)
         if _try_complete_produce(b, op):
-            del b.state.delayed_produces[op_id]
+            produces.pop(op_id)
             out.cancel_timer(f"produce:{op_id}")
             out.reply(op.inbound, _produce_response(op.order, op.done))
-    for op_id in sorted(b.state.delayed_fetches):
-        op = b.state.delayed_fetches[op_id]
-        if _fetch_can_complete(b, op):
+    for op_id in fetches.watching(keys):
+        if _fetch_can_complete(b, fetches.get(op_id)):
             complete_fetch(b, out, op_id)
             out.cancel_timer(f"fetch:{op_id}")
 
@@ -276,7 +283,7 @@ def _fetch_can_complete(b: Broker, op: DelayedFetch) -> bool:
 
 def complete_fetch(b: Broker, out: Out, op_id: int) -> None:
     """`DelayedFetch.onComplete`: read again, without updating follower state, with the current HW."""
-    op = b.state.delayed_fetches.pop(op_id, None)
+    op = b.state.delayed_fetches.pop(op_id)
     if op is None:
         return
     answers = tuple(_read_partition(b, fp, op.request.replica_id)[0] for fp in op.request.partitions)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from actors.broker.partition import Partition
+from actors.broker.purgatory import Purgatory
 from actors.core import Inbound
 from protocols.metadata import UpdateMetadataPartition
 from protocols.replication import FetchRequest, ProducePartitionResponse
@@ -101,8 +102,8 @@ class BrokerState:
     metadata: dict[TopicPartition, UpdateMetadataPartition] = field(default_factory=dict)
     """The metadata cache (`MetadataCache`), filled by UpdateMetadata; clients read it."""
     live_brokers: tuple[int, ...] = ()
-    delayed_fetches: dict[int, DelayedFetch] = field(default_factory=dict)
-    delayed_produces: dict[int, DelayedProduce] = field(default_factory=dict)
+    delayed_fetches: Purgatory[DelayedFetch] = field(default_factory=Purgatory)
+    delayed_produces: Purgatory[DelayedProduce] = field(default_factory=Purgatory)
     sessions: dict[int, FetchSession] = field(default_factory=dict)
     next_id: int = 0
     """Purgatory ids and correlation ids, from one counter."""
