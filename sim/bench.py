@@ -1,24 +1,46 @@
-"""`kafkasim bench`: the kernel's throughput under Pykka against the direct executor.
+"""`kafkasim bench`: what a run costs, as ratios taken in one run (these machines are noisy).
 
-Both hosts run the same workload (the gossip stand-in, msgpack on every hop) in one process, one
+`kernel`: the kernel's throughput under Pykka against the direct executor. Both hosts run the same workload (the gossip stand-in, msgpack on every hop) in one process, one
 after the other, twice each in alternation; the best of each is reported, since these machines
 are noisy and ratios taken in one run are what is compared. Both runs must produce the same event
 log digest, which is itself a determinism check: the Pykka threads change nothing the simulation
 can see.
+
+`std`: the standard workload (`sim.studies.STANDARD_WORKLOAD`: 3 brokers, 12 partitions of
+replication factor 3, an acks=all producer at 1,000 records per second, a broker crash and
+restart) as a user runs it: Pykka host, every invariant on, five simulated minutes timed minute by
+minute. Beside it, in the same process, the floor: a bare loop doing per delivery what the product
+cannot avoid (a heap, a dict dispatch, a msgpack frame packed and unpacked with its CRC, and 1.74
+structlog events rendered by orjson). `floor_ratio` is the workload's cost per delivery over the
+floor's. The workload runs in a child process so that its peak RSS is its own. `--quick` runs
+one simulated minute (crash at 20 s, restart at 30 s) and compares its fifth 12 s to its first.
 """
 
 from __future__ import annotations
 
+import heapq
+import json
+import resource
+import subprocess
+import sys
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Any
+
+import msgpack
+import orjson
+import structlog
 
 from actors.core import Address
 from actors.workload import GossipActor, GossipConfig
 from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec
 from sim.network import NetworkConfig
 
-__all__ = ["BenchConfig", "run_kernel_bench"]
+__all__ = ["BenchConfig", "floor_us_per_delivery", "run_kernel_bench", "run_std_bench", "std_figures"]
+
+FLOOR_EVENTS_PER_DELIVERY = 1.74
+"""What the standard workload logged per delivery when the floor was defined."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +112,117 @@ def run_kernel_bench(config: BenchConfig | None = None) -> dict[str, Any]:
         "deliveries": deliveries,
         "same_digest": len(digests) == 1,
     }
+
+
+# ------------------------------------------------------------------ the floor
+
+
+class _Lines:
+    """structlog's last stop for the floor: keeps rendered lines, as the product's trace does."""
+
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+
+    def info(self, line: bytes) -> None:
+        self.lines.append(line)
+
+
+def floor_us_per_delivery(deliveries: int = 200_000) -> float:
+    """Microseconds per delivery of the bare loop (see the module docstring)."""
+    sink = _Lines()
+    clock = [0]
+
+    def stamp(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+        event_dict["ts_ms"] = clock[0]
+        return event_dict
+
+    log = structlog.wrap_logger(
+        sink,
+        processors=[stamp, structlog.processors.JSONRenderer(serializer=orjson.dumps)],
+        context_class=dict,
+        cache_logger_on_first_use=True,
+    ).bind(run_id="floor", seed=1, node="broker-1", actor="broker")
+    handlers = {key: (lambda body: body["offset"]) for key in range(8)}
+    heap = [(i, i, i % 8) for i in range(256)]
+    heapq.heapify(heap)
+    owed = 0.0
+    started = time.perf_counter()
+    for _ in range(deliveries):
+        ts, seq, key = heapq.heappop(heap)
+        clock[0] = ts
+        payload = msgpack.packb([1, key, 0, seq, {"topic": "T", "partition": key, "offset": seq}])
+        frame = payload + zlib.crc32(payload).to_bytes(4, "big")
+        body, crc = frame[:-4], frame[-4:]
+        if zlib.crc32(body).to_bytes(4, "big") != crc:
+            raise AssertionError("crc")
+        handlers[key](msgpack.unpackb(body)[4])
+        owed += FLOOR_EVENTS_PER_DELIVERY
+        while owed >= 1:
+            log.info("records_appended", topic="T", partition=key, base_offset=seq, count=1)
+            owed -= 1
+        if len(sink.lines) > 4096:
+            sink.lines.clear()
+        heapq.heappush(heap, (ts + 1, seq + 256, key))
+    return (time.perf_counter() - started) / deliveries * 1e6
+
+
+# ------------------------------------------------------------------ the standard workload
+
+
+QUICK = ("run.duration.ms=60000", "faults.0.at.ms=20000", "faults.0.restart.after.ms=10000")
+
+
+def std_figures(overrides: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The standard workload's figures, measured in this process (with `overrides` applied)."""
+    from sim.cluster import Cluster  # noqa: PLC0415 - the CLI imports this module early
+    from sim.scenario import parse_scenario  # noqa: PLC0415
+    from sim.studies import STANDARD_WORKLOAD  # noqa: PLC0415
+
+    scenario = parse_scenario(STANDARD_WORKLOAD, "standard workload", list(overrides))
+    duration = scenario.get("run", "duration.ms")
+    segment = duration // 5
+    floor = floor_us_per_delivery()
+    walls = []
+    with Cluster(scenario) as cluster:
+        for k in range(1, 6):
+            started = time.perf_counter()
+            cluster.run(until_ms=k * segment)
+            walls.append(time.perf_counter() - started)
+        kernel = cluster.kernel
+        deliveries, events, digest = kernel.delivered, kernel.event_log.count, kernel.event_log.digest
+        violations = len(kernel.invariant_violations)
+    wall = sum(walls)
+    per_delivery = wall / deliveries * 1e6
+    return {
+        "simulated_s": duration / 1000,
+        "wall_s": round(wall, 2),
+        "realtime_factor": round(duration / 1000 / wall, 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "deliveries": deliveries,
+        "events": events,
+        "us_per_delivery": round(per_delivery, 2),
+        "events_per_delivery": round(events / deliveries, 3),
+        "segment_s": segment / 1000,
+        "wall_per_segment_s": [round(w, 3) for w in walls],
+        "minute5_vs_minute1": round(walls[4] / walls[0], 3),
+        "floor_us_per_delivery": round(floor, 2),
+        "floor_ratio": round(per_delivery / floor, 2),
+        "invariant_violations": violations,
+        "digest": digest,
+    }
+
+
+def run_std_bench(*, quick: bool = False) -> dict[str, Any]:
+    """The standard workload's figures, measured in a child process."""
+    command = [sys.executable, "-m", "sim.bench", "--std", *(["--quick"] if quick else [])]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or ["no output"]
+        msg = f"the standard workload failed: {lines[-1]}"
+        raise RuntimeError(msg)
+    return json.loads(done.stdout)
+
+
+if __name__ == "__main__":
+    if "--std" in sys.argv:
+        sys.stdout.write(json.dumps(std_figures(QUICK if "--quick" in sys.argv else ())) + "\n")

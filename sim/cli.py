@@ -4,7 +4,7 @@
     kafkasim analyze RUN_DIR [RUN_DIR ...] [--master URL] [--json]
     kafkasim report RUN_DIR
     kafkasim study [--out DIR] [--master URL]
-    kafkasim bench [--json]
+    kafkasim bench [--json] [--quick]
 
 A user's mistake (a bad file, key or value) is one line on stderr naming it, and exit status 2;
 a simulator failure is one line with the seed and the event, exit status 1, the traceback in the
@@ -73,8 +73,13 @@ def _parser() -> argparse.ArgumentParser:
     study.add_argument("--out", type=Path, default=Path("runs/default-study"))
     study.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
 
-    bench = commands.add_parser("bench", help="measure the kernel's throughput")
+    bench = commands.add_parser(
+        "bench", help="measure the kernel's throughput and the standard workload against the floor"
+    )
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    bench.add_argument(
+        "--quick", action="store_true", help="one simulated minute of the standard workload, not five"
+    )
     return parser
 
 
@@ -223,20 +228,28 @@ def _study(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from sim.bench import run_kernel_bench  # noqa: PLC0415
+    from sim.bench import run_kernel_bench, run_std_bench  # noqa: PLC0415
 
     if not args.json:
         sys.stderr.write("measuring the kernel: Pykka host against the direct executor...\n")
     figures = {"kernel": run_kernel_bench()}
+    if not args.json:
+        length = "one simulated minute" if args.quick else "five simulated minutes"
+        sys.stderr.write(f"running the standard workload, {length}, and the floor...\n")
+    figures["std"] = run_std_bench(quick=args.quick)
     if args.json:
         sys.stdout.write(json.dumps(figures) + "\n")
-    else:
-        k = figures["kernel"]
-        sys.stdout.write(
-            f"kernel: {k['pykka_deliveries_per_s']} deliveries/s under Pykka, "
-            f"{k['direct_deliveries_per_s']} direct; ratio {k['ratio']} "
-            f"({k['actors']} actors, {k['deliveries']} deliveries, same digest: {k['same_digest']})\n"
-        )
+        return 0
+    k, std = figures["kernel"], figures["std"]
+    sys.stdout.write(
+        f"kernel: {k['pykka_deliveries_per_s']} deliveries/s under Pykka, "
+        f"{k['direct_deliveries_per_s']} direct; ratio {k['ratio']} "
+        f"({k['actors']} actors, {k['deliveries']} deliveries, same digest: {k['same_digest']})\n"
+        f"std: {std['simulated_s']:g} simulated s in {std['wall_s']} s, {std['realtime_factor']}x real "
+        f"time; {std['us_per_delivery']} us per delivery, {std['floor_ratio']}x the floor "
+        f"({std['floor_us_per_delivery']} us); last/first {std['segment_s']:g} s: "
+        f"{std['minute5_vs_minute1']}; peak RSS {std['peak_rss_mb']} MB\n"
+    )
     return 0
 
 

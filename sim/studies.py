@@ -1,4 +1,5 @@
-"""Built-in studies: the scenario `kafkasim run` uses when it is given none.
+"""Built-in studies: the scenario `kafkasim run` uses when it is given none, and the standard
+workload that `kafkasim bench` measures.
 
 The default study is a small ZooKeeper-mode cluster under faults: three brokers, a topic of two
 partitions replicated three times with min.insync.replicas 2 (broker 3 leads neither), a
@@ -61,4 +62,47 @@ kind = "partition"
 "at.ms" = 60000
 isolate = ["broker-3"]
 "duration.ms" = 5000
+"""
+
+
+STANDARD_WORKLOAD = """\
+# The standard workload, producer side: 3 brokers in ZooKeeper mode, one topic of 12 partitions
+# with replication factor 3 and min.insync.replicas 2, one acks=all producer at 1,000 records
+# per simulated second; broker-1's process crashes at 60 s and restarts at 90 s.
+[run]
+name = "standard"
+seed = 1
+"duration.ms" = 300000
+
+[kafka]
+version = "3.9"
+
+[network]
+"latency.min.ms" = 1
+"latency.max.ms" = 5
+
+[cluster]
+brokers = 3
+
+[broker]
+"min.insync.replicas" = 2
+
+[[topics]]
+name = "T"
+partitions = 12
+"replication.factor" = 3
+"min.insync.replicas" = 2
+
+[[producers]]
+topic = "T"
+acks = "all"
+records = 300000
+"interval.ms" = 1
+
+[[faults]]
+kind = "crash"
+"at.ms" = 60000
+node = "broker-1"
+"crash.kind" = "process"
+"restart.after.ms" = 30000
 """

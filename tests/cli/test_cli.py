@@ -167,3 +167,19 @@ def test_bench_prints_the_kernel_figures_as_json() -> None:
     assert figures["ratio"] == pytest.approx(
         figures["pykka_deliveries_per_s"] / figures["direct_deliveries_per_s"], abs=0.01
     )
+
+
+def test_bench_std_figures_are_consistent_with_each_other() -> None:
+    """Not a timing test: the standard workload's figures on five simulated seconds (crash at
+    2 s, restart at 3 s), each derived from the others as documented."""
+    from sim.bench import std_figures
+
+    f = std_figures(("run.duration.ms=5000", "faults.0.at.ms=2000", "faults.0.restart.after.ms=1000"))
+    assert (f["simulated_s"], f["segment_s"], len(f["wall_per_segment_s"])) == (5.0, 1.0, 5)
+    assert f["invariant_violations"] == 0 and f["deliveries"] > 0
+    assert f["realtime_factor"] == pytest.approx(f["simulated_s"] / f["wall_s"], rel=0.01)
+    assert f["us_per_delivery"] == pytest.approx(f["wall_s"] / f["deliveries"] * 1e6, rel=0.01)
+    assert f["events_per_delivery"] == pytest.approx(f["events"] / f["deliveries"], abs=0.001)
+    walls = f["wall_per_segment_s"]
+    assert f["minute5_vs_minute1"] == pytest.approx(walls[4] / walls[0], rel=0.05)
+    assert f["floor_ratio"] == pytest.approx(f["us_per_delivery"] / f["floor_us_per_delivery"], rel=0.01)
