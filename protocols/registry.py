@@ -77,14 +77,28 @@ class FieldSpec:
 
 
 class _Schema:
-    """Encoder and validating decoder of one dataclass, with per-version field lists cached."""
+    """Encoder and validating decoder of one dataclass, compiled once per version.
 
-    __slots__ = ("_by_version", "cls", "fields")
+    Each version gets a generated encoder (one dict display) and a generated decoder for the
+    bodies this codec writes: exactly the version's fields, each of its declared type. Any other
+    body, or a value that fails its check, goes to `decode_checked`, which fills defaults or
+    raises the `FrameError` naming what is wrong; so validation costs a type test per field on
+    the hot path and nothing is trusted.
+    """
+
+    __slots__ = ("_by_version", "_compiled", "cls", "fields")
 
     def __init__(self, cls: type, fields: tuple[FieldSpec, ...]) -> None:
         self.cls = cls
         self.fields = fields
         self._by_version: dict[int, tuple[tuple[FieldSpec, ...], tuple[FieldSpec, ...]]] = {}
+        self._compiled: dict[int, tuple[Callable[[Any], dict[str, Any]], Callable[[Any, str], Any]]] = {}
+
+    def _codec(self, version: int) -> tuple[Callable[[Any], dict[str, Any]], Callable[[Any, str], Any]]:
+        compiled = self._compiled.get(version)
+        if compiled is None:
+            compiled = self._compiled[version] = _compile_codec(self, version)
+        return compiled
 
     def _split(self, version: int) -> tuple[tuple[FieldSpec, ...], tuple[FieldSpec, ...]]:
         """(fields present in `version`, fields absent from it), computed once per version."""
@@ -96,13 +110,13 @@ class _Schema:
         return split
 
     def encode(self, obj: Any, version: int) -> dict[str, Any]:
-        body: dict[str, Any] = {}
-        for spec in self._split(version)[0]:
-            value = getattr(obj, spec.name)
-            body[spec.name] = value if spec.encode is None else spec.encode(value)
-        return body
+        return self._codec(version)[0](obj)
 
     def decode(self, body: Any, version: int, path: str) -> Any:
+        return self._codec(version)[1](body, path)
+
+    def decode_checked(self, body: Any, version: int, path: str) -> Any:
+        """The validating decoder: defaults for absent fields, a `FrameError` for anything else."""
         if type(body) is not dict:
             msg = f"{path}: expected a map, got {type(body).__name__}"
             raise FrameError(msg)
@@ -140,6 +154,59 @@ class _Schema:
         for spec in absent:
             spec.setter(obj, spec.default)
         return obj
+
+
+def _compile_codec(
+    schema: _Schema, version: int
+) -> tuple[Callable[[Any], dict[str, Any]], Callable[[Any, str], Any]]:
+    """Generate the encoder and the fast decoder of one schema version (see `_Schema`)."""
+    present, absent = schema._split(version)  # noqa: SLF001 - the schema's own helper
+    ns: dict[str, Any] = {"new": object.__new__, "cls": schema.cls, "FrameError": FrameError}
+    ns["checked"] = lambda body, path: schema.decode_checked(body, version, path)
+    items, loads, checks, converts, sets = [], [], [], [], []
+    for i, spec in enumerate(present):
+        name = repr(spec.name)
+        ns[f"set{i}"] = spec.setter
+        if spec.encode is None:
+            items.append(f"{name}: obj.{spec.name}")
+        else:
+            ns[f"enc{i}"] = spec.encode
+            items.append(f"{name}: enc{i}(obj.{spec.name})")
+        loads.append(f"v{i} = body[{name}]")
+        if spec.exact_type is not None:
+            ns[f"t{i}"] = spec.exact_type
+            checks.append(f"type(v{i}) is not t{i}")
+        else:
+            ns[f"dec{i}"] = spec.decode
+            converts.append(f"v{i} = dec{i}(v{i})")
+        sets.append(f"set{i}(obj, v{i})")
+    for i, spec in enumerate(absent):
+        ns[f"aset{i}"], ns[f"adef{i}"] = spec.setter, spec.default
+        sets.append(f"aset{i}(obj, adef{i})")
+    indent = "\n        "
+    source = f"""
+def encode(obj):
+    return {{{", ".join(items)}}}
+
+def decode(body, path=""):
+    if type(body) is not dict or len(body) != {len(present)}:
+        return checked(body, path)
+    try:
+        {indent.join(loads) or "pass"}
+    except KeyError:
+        return checked(body, path)
+    if {" or ".join(checks) or "False"}:
+        return checked(body, path)
+    try:
+        {indent.join(converts) or "pass"}
+    except FrameError:
+        return checked(body, path)
+    obj = new(cls)
+    {chr(10).join("    " + line for line in sets).strip() or "pass"}
+    return obj
+"""
+    exec(compile(source, f"<codec {schema.cls.__name__} v{version}>", "exec"), ns)  # noqa: S102
+    return ns["encode"], ns["decode"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -209,13 +276,15 @@ def _compile_type(tp: Any) -> tuple[Encoder | None, Decoder]:  # noqa: PLR0911 -
         def decode_list(value: Any) -> tuple[Any, ...]:
             if type(value) is not list:
                 raise _fail(f": expected an array, got {type(value).__name__}")
-            items = []
-            for i, item in enumerate(value):
-                try:
-                    items.append(dec(item))
-                except FrameError as exc:
-                    raise _fail(f"[{i}]{exc}") from None
-            return tuple(items)
+            try:
+                return tuple(map(dec, value))
+            except FrameError:
+                for i, item in enumerate(value):  # again, to name the item at fault
+                    try:
+                        dec(item)
+                    except FrameError as exc:
+                        raise _fail(f"[{i}]{exc}") from None
+                raise
 
         encode_list = list if enc is None else (lambda v: [enc(item) for item in v])
         return encode_list, decode_list
@@ -232,8 +301,7 @@ def _compile_type(tp: Any) -> tuple[Encoder | None, Decoder]:  # noqa: PLR0911 -
 
         return int, decode_enum
     if tp in _STRUCTS:
-        schema = _STRUCTS[tp]
-        return (lambda v: schema.encode(v, 0)), (lambda v: schema.decode(v, 0, ""))
+        return _STRUCTS[tp]._codec(0)  # noqa: SLF001 - structs are not versioned
     simple = {int: "int", bool: "bool", str: "str", bytes: "bytes"}
     if tp in simple:
         return None, _expect(tp, simple[tp])
