@@ -1,4 +1,4 @@
-"""A controller paused past its ZooKeeper session, told as a story (KAFKA.md S11).
+"""A controller paused past its ZooKeeper session, told as a story (scenario S11).
 
 Covers: the election multi and controller epochs, failover on session expiry, resignation,
 and a bounced broker registering with a new broker epoch. Scenario:

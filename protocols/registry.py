@@ -8,7 +8,7 @@ Nested structures are dataclasses registered with `@struct`.
 
 The registry compiles, once per class, an encoder and a validating decoder from the type hints.
 Decoding never trusts the bytes: a body that is not a map of the declared fields with the declared
-types raises `FrameError`, which the host turns into a rejected frame (DESIGN.md section 3).
+types raises `FrameError`, which the host turns into a rejected frame.
 
 Supported field types: `int`, `bool`, `str`, `bytes`, an `IntEnum`, a `@struct` dataclass,
 `tuple[X, ...]` of any of these, and `X | None`. Floats are not allowed: times are integer ms.

@@ -1,7 +1,7 @@
 """A broker's disk: what is flushed, what sits in the page cache, and what a crash keeps.
 
 Kafka does not fsync on acknowledge (`log.flush.interval.messages` is Long.MAX_VALUE), so the
-kind of crash decides what survives (DESIGN.md section 2):
+kind of crash decides what survives (Kafka does not fsync on acknowledge):
 - `process`: the process died, the OS lived; the page cache is written out later, nothing lost;
 - `power_loss`: everything not flushed is gone;
 - `disk_loss`: everything is gone.

@@ -1,6 +1,6 @@
 """Kafka version profiles: which behaviour and which defaults a scenario's `kafka.version` selects.
 
-Each rule names the release that changed it (KAFKA.md); `Profile.for_version` evaluates them for
+Each rule names the release that changed it (its KIP or JIRA); `Profile.for_version` evaluates them for
 one version. Behaviour flags are read by the actors that implement them; defaults fill the
 settings a scenario leaves out. An explicit setting in the scenario always wins.
 
@@ -94,7 +94,7 @@ class Profile:
 
 
 def _defaults(v: Version) -> dict[str, Any]:
-    """Defaults that changed between versions (KAFKA.md sections 1 to 5)."""
+    """Defaults that changed between versions, each with the KIP or JIRA that changed it."""
     # KAFKA-13598: 3.0.0 and 3.1.0 silently did not apply the idempotence default.
     idempotence = v >= (3, 0, 0) and v not in ((3, 0, 0), (3, 1, 0))
     if v < (0, 10, 1):

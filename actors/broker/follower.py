@@ -2,7 +2,7 @@
 
 Models `ReplicaFetcherThread`/`AbstractFetcherThread`: one session per source broker with one
 request in flight, carrying every partition it follows from that broker. Truncation follows the
-version profile (KAFKA.md 1.7 and 1.8):
+version profile (KIP-101, KIP-279, KAFKA-10554):
 - before 0.11: truncate to the local HW on becoming follower (the cause of S2 and S4);
 - 0.11 to 2.7: OffsetsForLeaderEpoch first, with the KIP-279 loop from 2.0;
 - 2.8 and later: fetch at once with `last_fetched_epoch`; a `diverging_epoch` answer truncates.

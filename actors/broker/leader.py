@@ -3,10 +3,10 @@ and ISR shrink and expand.
 
 Models `ReplicaManager.appendRecords`/`fetchMessages`, `Partition.appendRecordsToLeader`,
 `Partition.fetchRecords` (read first, capturing the HW, then update the follower's fetch state:
-an immediate response carries the HW from *before* the fetch, KAFKA.md 1.4), `DelayedFetch`,
+an immediate response carries the HW from *before* the fetch), `DelayedFetch`,
 `DelayedProduce`, and `maybeShrinkIsr`/`maybeExpandIsr` with AlterPartition (2.7+) or a ZooKeeper write (before).
 
-Left out: idempotent-producer deduplication (the producer issue), transactions and the LSO.
+Left out: idempotent-producer deduplication (not modelled yet), transactions and the LSO.
 """
 
 from __future__ import annotations
@@ -261,7 +261,8 @@ def check_purgatory(
 
 
 def _fetch_can_complete(b: Broker, op: DelayedFetch) -> bool:
-    """`DelayedFetch.tryComplete`, conditions A to H of KAFKA.md 1.4."""
+    """`DelayedFetch.tryComplete`: not leader, unknown partition, fenced epoch, fetch offset past
+    the end (truncation), a diverging epoch, or enough bytes."""
     readable = 0
     for fp in op.request.partitions:
         partition = b.state.partitions.get(TopicPartition(fp.topic, fp.partition))

@@ -4,7 +4,7 @@ Models the parts of `UnifiedLog` the simulator needs: append as leader (offsets 
 epoch assigned here) or as follower (offsets from the leader), truncation, reads up to a bound,
 the HW (`updateHighWatermark` clamps it to [log start, LEO]) and the leader-epoch cache.
 
-Durability follows Kafka (DESIGN.md section 2): records go to the page cache (`Append`, never
+Durability follows Kafka, which does not fsync on acknowledge: records go to the page cache (`Append`, never
 flushed on acknowledge), the leader-epoch checkpoint is rewritten and fsynced on every change,
 and the HW reaches `replication-offset-checkpoint` only when the broker's periodic task calls
 `checkpoint_high_watermark` (every `replica.high.watermark.checkpoint.interval.ms`), so after a

@@ -2,7 +2,7 @@
 
 Models `kafka.cluster.Replica` (`ReplicaState`, `updateFetchStateOrThrow`, `isCaughtUp`,
 `resetReplicaState`) and the decisions of `Partition.maybeIncrementLeaderHW`,
-`maybeShrinkIsr` and `maybeExpandIsr` (KAFKA.md sections 1.1, 1.2 and 1.6). The behaviours that
+`maybeShrinkIsr` and `maybeExpandIsr` (`kafka.cluster.Partition`). The behaviours that
 differ by version take the `Profile`; everything else is Kafka 3.9.
 """
 

@@ -1,6 +1,6 @@
 """Partition leader election, as pure functions (`PartitionLeaderElectionAlgorithms`,
 `Election.scala`, `ReplicaStateMachine.removeReplicasFromIsr`, and the auto rebalance's
-imbalance check). Candidates are scanned in assignment order, not ISR order (KAFKA.md 1.9).
+imbalance check). Candidates are scanned in assignment order, not ISR order, as Kafka does.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the elected controller does (`KafkaController`, ZooKeeper mode; KAFKA.md 2.1).
+"""What the elected controller does (`KafkaController`, ZooKeeper mode).
 
 Kafka's controller is one thread that handles one event at a time and calls ZooKeeper
 synchronously. Here each event is a generator that reads like that code: it `yield`s a tuple of

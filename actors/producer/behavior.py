@@ -14,7 +14,7 @@ learned of) after `request.timeout.ms` without an answer. A record whose partiti
 until its own `request.timeout.ms` runs out. In a cluster without a controller the leaders are
 fixed (`leaders`) and never asked for.
 
-Not yet (the producer issue): retries and `delivery.timeout.ms`, idempotence (producer id,
+Not yet modelled: retries and `delivery.timeout.ms`, idempotence (producer id,
 epoch, sequence deduplication), batching (`linger.ms`, `batch.size`) and `max.in.flight`.
 """
 

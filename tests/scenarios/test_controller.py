@@ -1,4 +1,4 @@
-"""The controller end to end (KAFKA.md 1.9, 2.1 and section 7): S10, S11 and S7 through the
+"""The controller end to end (`KafkaController`, the canonical scenarios): S10, S11 and S7 through the
 ZooKeeper model, brokers and producers, each with the invariants checked after every event.
 
 Each cluster starts from a history: znodes (a controller epoch, partition states) and, for S7,

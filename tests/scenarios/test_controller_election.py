@@ -1,4 +1,4 @@
-"""Controller election through the ZooKeeper model (KAFKA.md 2.1): the first broker to create
+"""Controller election through the ZooKeeper model (`KafkaController.elect`): the first broker to create
 /controller wins, the multi bumps /controller_epoch, a paused controller loses its session and
 resigns when it wakes."""
 

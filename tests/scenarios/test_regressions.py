@@ -54,7 +54,7 @@ def test_an_empty_epoch_does_not_outlive_truncation(version: str) -> None:
 
 
 def test_a_new_epoch_with_the_same_leader_does_not_fail_a_parked_produce() -> None:
-    """The controller removes a dead broker from the ISR with LE + 1 (KAFKA.md 1.6): the
+    """The controller removes a dead broker from the ISR with LE + 1 (`ReplicaStateMachine.removeReplicasFromIsr`): the
     acks=all produce waiting for it completes, it does not get NOT_LEADER_OR_FOLLOWER."""
     script = Script(
         [

@@ -1,4 +1,4 @@
-"""The controller's pure parts: elections (KAFKA.md 1.9), state transitions, ZooKeeper data,
+"""The controller's pure parts: elections (`PartitionLeaderElectionAlgorithms`), state transitions, ZooKeeper data,
 and the fenced-write invariant."""
 
 from __future__ import annotations

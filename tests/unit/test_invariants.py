@@ -41,7 +41,7 @@ def test_a_leaders_hw_never_goes_back_within_its_epoch() -> None:
 
 
 def test_follower_hw_may_go_back() -> None:
-    """KAFKA.md 1.3: a follower's HW may go backwards (only a warning in Kafka)."""
+    """`UnifiedLog.updateHighWatermark`: a follower's HW may go backwards (only a warning in Kafka)."""
     check = Invariants()
     check(offsets("broker-2", 1, "follower", 0, 5, 4))
     assert check(offsets("broker-2", 2, "follower", 0, 5, 1)) == []

@@ -1,4 +1,4 @@
-"""The leader-epoch cache and truncation rule, with KAFKA.md section 1.7 and 7's values."""
+"""The leader-epoch cache and truncation rule, with the values of `LeaderEpochFileCache` and the canonical scenarios."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """KIP-320 (2.1+): the leader checks `current_leader_epoch` on Fetch and OffsetsForLeaderEpoch;
-and LeaderAndIsr fencing by controller epoch and leader epoch (KAFKA.md 2.1)."""
+and LeaderAndIsr fencing by controller epoch and leader epoch (`ReplicaManager.becomeLeaderOrFollower`)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ def test_leader_append_assigns_offsets_epoch_and_producer_sequence() -> None:
 
 
 def test_follower_append_takes_new_epochs_from_the_records() -> None:
-    """KAFKA.md 1.3: a batch with a newer epoch adds (epoch, baseOffset) to the cache."""
+    """`ReplicaFetcherThread.processPartitionData`: a batch with a newer epoch adds (epoch, baseOffset) to the cache."""
     log, out = PartitionLog(TP), Out()
     log.append_as_follower(out, (Record(0, 0, "a"), Record(1, 0, "b"), Record(2, 1, "c")))
     assert log.epochs.entries == (EpochEntry(0, 0), EpochEntry(1, 2))
@@ -45,7 +45,7 @@ def test_truncation_lowers_hw_and_drops_later_epochs() -> None:
 
 
 def test_follower_hw_is_clamped_to_its_leo() -> None:
-    """KAFKA.md 1.3: follower HW = min(leader HW in the response, own LEO)."""
+    """`UnifiedLog.updateHighWatermark`: follower HW = min(leader HW in the response, own LEO)."""
     log = PartitionLog(TP)
     log.append_as_follower(Out(), (Record(0, 0, "a"),))
     assert log.update_high_watermark(2) == 1

@@ -1,4 +1,4 @@
-"""The leader's follower state, HW and ISR rules, with KAFKA.md's values."""
+"""The leader's follower state, HW and ISR rules, with the values of Kafka's `Partition` and `Replica`."""
 
 from __future__ import annotations
 
