@@ -183,7 +183,7 @@ def _compile_codec(
     for i, spec in enumerate(absent):
         ns[f"aset{i}"], ns[f"adef{i}"] = spec.setter, spec.default
         sets.append(f"aset{i}(obj, adef{i})")
-    indent = "\n        "
+    indent, body_indent = "\n        ", "\n    "
     source = f"""
 def encode(obj):
     return {{{", ".join(items)}}}
@@ -202,7 +202,7 @@ def decode(body, path=""):
     except FrameError:
         return checked(body, path)
     obj = new(cls)
-    {chr(10).join("    " + line for line in sets).strip() or "pass"}
+    {body_indent.join(sets)}
     return obj
 """
     exec(compile(source, f"<codec {schema.cls.__name__} v{version}>", "exec"), ns)  # noqa: S102
