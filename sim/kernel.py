@@ -13,7 +13,11 @@ event at the same millisecond; a window never spans one.
 
 A node is what crashes together. A crash stops the node's Pykka actors, keeps what the crash
 kind keeps of its disk, and breaks its connections; a restart builds new actors from the disk
-alone. A paused node (a stop-the-world GC pause) handles nothing until it resumes: messages to
+alone. After a process crash the machine is still up: its operating system closes the node's
+connections, so every actor that had sent to the node is told (`Disconnected`) one latency
+later, and an envelope that reaches the node before it restarts is refused and its sender told
+one latency after that. A power or disk loss, like a partition, closes nothing: peers hear
+silence until their own timeouts. A paused node (a stop-the-world GC pause) handles nothing until it resumes: messages to
 it wait in its socket buffers and its overdue timers fire on resume.
 """
 
@@ -25,11 +29,14 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
 from typing import Any
 
 from actors.core import Address, Behavior
 from actors.host import Batch, DirectHost, Host, PykkaHost, SingleCpu, wait_stopped
 from actors.runtime import ActorRuntime, Delivery, HandlerError, WindowResult
+from protocols.codec import encode_frame
+from protocols.connection import Disconnected
 from sim.disk import CrashKind, Disk
 from sim.eventlog import EventLog
 from sim.network import LinkFault, Network, NetworkConfig
@@ -46,6 +53,8 @@ __all__ = [
 ]
 
 KERNEL = Address("sim", "kernel")
+CONNECTION = "connection"
+"""The actor name `Disconnected` comes from: the peer's end of the connection, not an actor."""
 
 
 class HostKind(StrEnum):
@@ -78,6 +87,10 @@ class _Node:
     incarnation: int = 0
     paused_until: int = 0
     disk: Disk = field(default_factory=Disk)
+    refusing: bool = False
+    """Its process crashed but its machine is up: connections to it are refused."""
+    peers: set[Address] = field(default_factory=set)
+    """The actors elsewhere that sent to this node since it started: its open connections."""
 
 
 class SimulationFailed(Exception):
@@ -209,12 +222,21 @@ class Kernel:
         state.disk.crash(kind)
         self.network.reset_node(node, self.nodes)
         self._kernel_emit(self.now_ms, "node_crashed", target=node, kind=str(kind))
+        peers, state.peers = sorted(state.peers), set()
+        state.refusing = kind is CrashKind.PROCESS
+        if state.refusing:
+            told = [peer for peer in peers if self._disconnect(self.now_ms, node, peer)]
+            if told:
+                self._kernel_emit(
+                    self.now_ms, "connections_closed", target=node, peers=[str(a) for a in told]
+                )
 
     def restart(self, node: str) -> None:
         state = self._node(node)
         if state.up:
             return
         state.up = True
+        state.refusing = False
         state.incarnation += 1
         self.network.reset_node(node, self.nodes)
         self._start_actors(state)
@@ -364,9 +386,14 @@ class Kernel:
             ts, seq, src, dst, frame, connection = entry
             node = self._nodes.get(dst.node)
             reason = None
+            current = connection == self.network.connection(src.node, dst.node)
             if node is None or not node.up or dst not in self._hosts:
-                reason = "node_down"
-            elif connection != self.network.connection(src.node, dst.node):
+                # Sent before the crash: its sender was told when the connection closed.
+                refused = current and node is not None and node.refusing and src.actor != CONNECTION
+                reason = "connection_refused" if refused else "node_down"
+                if refused:
+                    self._disconnect(ts, dst.node, src)
+            elif not current:
                 reason = "connection_reset"
             elif node.paused_until > ts:
                 heapq.heappush(pending, (node.paused_until, *entry[1:]))
@@ -440,6 +467,9 @@ class Kernel:
         network = self.network
         pending = self._pending
         for ts, src, dst, frame in sends:
+            node = self._nodes.get(dst.node)
+            if node is not None and dst.node != src.node:
+                node.peers.add(src)
             routed = network.transmit(ts, src.node, dst.node, frame)
             if isinstance(routed, str):
                 self.dropped += 1
@@ -453,6 +483,26 @@ class Kernel:
                     pending,
                     (envelope.deliver_ms, self._seq, src, dst, envelope.frame, envelope.connection),
                 )
+
+    def _disconnect(self, ts_ms: int, peer: str, actor: Address) -> bool:
+        """Tell `actor` that its connection to node `peer` closed, one latency after `ts_ms`
+        (from the peer's side, on the connection as it is now). False if it is not up to hear."""
+        node = self._nodes.get(actor.node)
+        if node is None or not node.up or actor not in self._hosts:
+            return False
+        self._seq += 1
+        heapq.heappush(
+            self._pending,
+            (
+                ts_ms + self.network.latency_ms(),
+                self._seq,
+                Address(peer, CONNECTION),
+                actor,
+                _disconnected_frame(peer),
+                self.network.connection(peer, actor.node),
+            ),
+        )
+        return True
 
     def _fail(self, results: list[tuple[Address, WindowResult]], failures: list[HandlerError]) -> None:
         """Write what happened up to the first failure, then the failure; raise."""
@@ -506,3 +556,8 @@ def _line_ts(line: LogLine) -> int:
 
 def _first(item: tuple[Any, ...]) -> Any:
     return item[0]
+
+
+@cache
+def _disconnected_frame(peer: str) -> bytes:
+    return encode_frame(Disconnected(peer))

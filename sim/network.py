@@ -10,7 +10,8 @@ Faults act on envelopes and connections, as data (`LinkFault`):
 - `delay` adds latency to every envelope;
 - a partition (symmetric or one-way) breaks the connection: envelopes in flight on it are lost,
   and so is everything sent while it lasts. Clients find out through their own request timeouts,
-  as real clients do. A crash or restart breaks every connection of the node the same way.
+  as real clients do. A crash or restart breaks every connection of the node the same way; after
+  a process crash the kernel also tells the node's peers (`protocols.connection`).
 
 What the network does not model: bandwidth, and connection set-up time.
 """
@@ -121,6 +122,10 @@ class Network:
 
     def is_blocked(self, src: str, dst: str) -> bool:
         return (src, dst) in self._blocked
+
+    def latency_ms(self) -> int:
+        """One latency draw, for what the network itself sends (a closed connection's notice)."""
+        return self._latency_min + int(self._rng.random() * self._latency_span)
 
     def transmit(self, now_ms: int, src: str, dst: str, frame: bytes) -> list[Envelope] | str:
         """Route one frame: the envelopes to deliver, or the reason it was dropped."""

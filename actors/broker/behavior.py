@@ -19,6 +19,7 @@ from actors.broker.partition import Partition
 from actors.broker.partition_log import PartitionLog, partitions_on_disk
 from actors.broker.state import BrokerState
 from actors.core import Address, Ctx, Inbound, Out
+from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
 from protocols.metadata import (
     BrokerRegistered,
@@ -117,6 +118,9 @@ class Broker:
                 self._on_metadata(out, inbound, req)
             case BrokerRegistered(broker_epoch):
                 self.state.broker_epoch = broker_epoch
+            case Disconnected(peer):
+                if peer.startswith("broker-"):
+                    follower.disconnected(self, ctx, out, broker_id_of(inbound.src))
             case _:
                 out.emit("request_ignored", src=str(inbound.src), message=type(inbound.message).__name__)
         return out

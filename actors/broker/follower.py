@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from actors.broker.behavior import Broker
 
 __all__ = [
+    "disconnected",
     "maybe_send",
     "on_fetch_response",
     "on_list_offsets_response",
@@ -253,6 +254,20 @@ def on_list_offsets_response(
         followed.phase = FetchPhase.FETCHING
     if session is not None:
         maybe_send(b, ctx, out, session)
+
+
+def disconnected(b: Broker, ctx: Ctx, out: Out, leader: int) -> None:
+    """The connection to `leader`'s broker closed or was refused (its process died): the request
+    in flight is lost now, not after `replica.socket.timeout.ms`, and the session's partitions
+    back off `replica.fetch.backoff.ms` before the next attempt, as after a failed fetch."""
+    session = b.state.sessions.get(leader)
+    if session is None or session.in_flight is None:
+        return
+    session.in_flight = None
+    out.cancel_timer(f"fetcher-timeout:{leader}")
+    for tp in sorted(session.partitions):
+        _back_off(b, ctx, session.partitions[tp])
+    maybe_send(b, ctx, out, session)
 
 
 def request_timed_out(b: Broker, ctx: Ctx, out: Out, leader: int) -> None:

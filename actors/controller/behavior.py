@@ -41,6 +41,7 @@ from actors.controller.kafka_controller import (
 )
 from actors.controller.states import PartitionState
 from actors.core import Address, Ctx, Inbound, Out
+from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
 from protocols.metadata import (
     BrokerRegistered,
@@ -183,6 +184,11 @@ class Controller:
             case LeaderAndIsrResponse() | UpdateMetadataResponse() | StopReplicaResponse():
                 if self.kc is not None:
                     self.kc.channel.on_response(out, broker_id_of(inbound.src), inbound.correlation_id)
+            case Disconnected(peer):
+                # A ZooKeeper session outlives its connection; a broker's closing matters to
+                # the controller's channel only.
+                if self.kc is not None and peer.startswith("broker-"):
+                    self.kc.channel.on_disconnected(out, broker_id_of(inbound.src))
             case _:
                 self._on_zookeeper_response(out, inbound)
         return out

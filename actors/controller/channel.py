@@ -8,7 +8,8 @@ has no connection to it.
 
 The channel keeps one queue per broker with one request in flight, as Kafka's per-broker
 `RequestSendThread` does: the next request leaves when the previous one is answered. A request
-with no answer is sent again after `controller.socket.timeout.ms`. So requests a controller
+with no answer is sent again after `controller.socket.timeout.ms`; one whose connection closed
+or was refused, after a 100 ms back-off. So requests a controller
 decided before a pause can still leave after it: the stale-controller case of S11.
 """
 
@@ -33,6 +34,8 @@ from protocols.types import TopicPartition
 __all__ = ["Channel", "RequestBatch"]
 
 CONTROLLER_SOCKET_TIMEOUT_MS = 30000
+RECONNECT_BACKOFF_MS = 100
+"""`RequestSendThread.backoff`: the pause before it reconnects to a broker and sends again."""
 
 
 @dataclass(slots=True)
@@ -80,6 +83,15 @@ class Channel:
         queue.in_flight = None
         if queue.pending:
             self._send_head(out, broker, queue)
+
+    def on_disconnected(self, out: Out, broker: int) -> None:
+        """The connection to `broker` closed or was refused: `RequestSendThread` reconnects and
+        sends the request again after a 100 ms back-off, until the broker is removed."""
+        queue = self.queues.get(broker)
+        if queue is None or queue.in_flight is None:
+            return
+        queue.in_flight = None
+        out.set_timer(f"channel:{broker}", RECONNECT_BACKOFF_MS)
 
     def on_timeout(self, out: Out, broker: int) -> None:
         queue = self.queues.get(broker)

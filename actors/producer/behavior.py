@@ -8,9 +8,11 @@ record's outcome is one `produce_completed` event.
 
 Metadata (`Metadata`, `NetworkClient`): the producer asks a broker for the topic's leaders at
 start, again `retry.backoff.ms` later while a partition has none, after a NOT_LEADER_OR_FOLLOWER,
-LEADER_NOT_AVAILABLE or timed-out answer, and every `metadata.max.age.ms`. It asks one broker
+LEADER_NOT_AVAILABLE or timed-out answer or a closed connection (a broker's process died: the
+requests in flight to it fail with NETWORK_EXCEPTION within a round trip), and every
+`metadata.max.age.ms`. It asks one broker
 while that one answers, and the next (of the bootstrap list, then of the live brokers it
-learned of) after `request.timeout.ms` without an answer. A record whose partition has no known leader waits for one
+learned of) after `request.timeout.ms` without an answer, or at once when its connection closes. A record whose partition has no known leader waits for one
 until its own `request.timeout.ms` runs out. In a cluster without a controller the leaders are
 fixed (`leaders`) and never asked for.
 
@@ -25,6 +27,7 @@ from typing import Any
 
 from actors.broker.config import broker_address
 from actors.core import Ctx, Inbound, Out
+from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
 from protocols.metadata import MetadataRequest, MetadataResponse
 from protocols.replication import ProducePartitionData, ProduceRequest, ProduceResponse
@@ -55,6 +58,8 @@ class _Record:
     partition: int
     sequence: int
     value: str
+    broker: int = -1
+    """The broker it was last sent to."""
 
 
 _REFRESH_ON = frozenset(
@@ -63,6 +68,7 @@ _REFRESH_ON = frozenset(
         ErrorCode.LEADER_NOT_AVAILABLE,
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.NETWORK_EXCEPTION,
     }
 )
 
@@ -136,7 +142,26 @@ class Producer:
                     self._completed(out, record, answer.error_code, answer.base_offset)
             case MetadataResponse() as resp if inbound.correlation_id == self.state.metadata_in_flight:
                 self._on_metadata(out, resp)
+            case Disconnected(peer) if peer.startswith("broker-"):
+                self._disconnected(out, int(peer.rsplit("-", 1)[1]))
         return out
+
+    def _disconnected(self, out: Out, broker: int) -> None:
+        """`NetworkClient.handleDisconnections`: the requests in flight to `broker` fail with
+        NETWORK_EXCEPTION at once, and metadata is asked for again (from another broker, if the
+        Metadata request was the one in flight there)."""
+        state = self.state
+        for correlation_id in sorted(state.in_flight):
+            if state.in_flight[correlation_id].broker == broker:
+                record = state.in_flight.pop(correlation_id)
+                out.cancel_timer(f"timeout:{correlation_id}")
+                self._completed(out, record, ErrorCode.NETWORK_EXCEPTION, -1)
+        asked = state.brokers[state.metadata_target % len(state.brokers)] if state.brokers else -1
+        if state.metadata_in_flight is not None and asked == broker:
+            out.cancel_timer(f"metadata-timeout:{state.metadata_in_flight}")
+            state.metadata_in_flight = None
+            state.metadata_target += 1
+            self._request_metadata(out)
 
     def snapshot(self) -> dict[str, Any]:
         s = self.state
@@ -204,7 +229,8 @@ class Producer:
             cfg.acks, cfg.request_timeout_ms, (ProducePartitionData(cfg.topic, record.partition, (record.value,)),)
         )
         correlation_id = self._next_correlation_id()
-        out.send(broker_address(self.state.leaders[record.partition]), request, correlation_id)
+        record.broker = self.state.leaders[record.partition]
+        out.send(broker_address(record.broker), request, correlation_id)
         if cfg.acks == 0:
             self._completed(out, record, ErrorCode.NONE, -1)  # nothing will answer
             return

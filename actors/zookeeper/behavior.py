@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from actors.core import Address, Ctx, Inbound, Out
+from protocols.connection import Disconnected
 from protocols.zookeeper import (
     CloseSessionRequest,
     CloseSessionResponse,
@@ -113,6 +114,8 @@ class ZooKeeper:
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:  # noqa: PLR0911 - one arm per request
         out = Out()
         msg = inbound.message
+        if isinstance(msg, Disconnected):
+            return out  # a session outlives its connection: it ends by its timeout or a close
         if isinstance(msg, ConnectRequest):
             self._connect(out, inbound, msg)
             return out

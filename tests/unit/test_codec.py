@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from protocols import FrameError, Kind, decode_frame, encode_frame, registered
+from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
 from protocols.registry import field, message
 from protocols import metadata as m
@@ -103,6 +104,7 @@ SAMPLES: dict[type, Any] = {
     m.BrokerRegistered: m.BrokerRegistered(25),
     m.IsrUpdateRequest: m.IsrUpdateRequest("T", 0, 1, 5, (1, 2), 7, 3),
     m.IsrUpdateResponse: m.IsrUpdateResponse(E.NONE, 4),
+    Disconnected: Disconnected("broker-2"),
 }
 
 

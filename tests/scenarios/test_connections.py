@@ -1,0 +1,103 @@
+"""Closed and refused connections (`protocols.connection`): a crashed process on a live machine
+closes its connections and refuses new ones, so clients learn within a round trip; a machine
+that lost power says nothing, and clients wait for their own timeouts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sim.cluster import Cluster
+from sim.scenario import parse_scenario
+
+SCENARIO = """
+[run]
+"duration.ms" = 40000
+[network]
+"latency.min.ms" = 1
+"latency.max.ms" = 5
+[cluster]
+brokers = 3
+[[topics]]
+name = "T"
+replicas = [[1, 2, 3]]
+"replication.factor" = 3
+[[producers]]
+topic = "T"
+acks = "all"
+records = 300
+"interval.ms" = 100
+"start.ms" = 1000
+"request.timeout.ms" = 30000
+"""
+CRASH_MS = 3050
+ROUND_TRIP_MS = 2 * 5
+
+
+def _run(kind: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Broker 1, the leader of T-0, crashes between two sends; the producer's results after."""
+    events: list[dict[str, Any]] = []
+    with Cluster(parse_scenario(SCENARIO, "test", [])) as cluster:
+        cluster.kernel.observe(events.append)
+        cluster.run(until_ms=CRASH_MS)
+        cluster.crash("broker-1", kind)
+        cluster.run_to_end()
+    after = [e for e in events if e["event"] == "produce_completed" and e["ts_ms"] >= CRASH_MS]
+    return events, after
+
+
+def test_a_produce_to_a_crashed_process_fails_within_a_round_trip() -> None:
+    """Every record sent to broker 1 after its process died (one per 100 ms from 3100) fails
+    with NETWORK_EXCEPTION within a round trip of its send, and each failure asks for metadata
+    again; once the controller has moved the leadership (broker 1's session expires 18 s after
+    its last ping), records are acknowledged by the new leader."""
+    events, after = _run("process")
+    [closed] = [e for e in events if e["event"] == "connections_closed"]
+    assert closed["target"] == "broker-1" and "producer-1/producer" in closed["peers"]
+    failed = [e for e in after if e["error"] == "NETWORK_EXCEPTION"]
+    assert failed, "no produce failed fast"
+    for e in failed:
+        sent_ms = 1000 + 100 * e["first_sequence"]
+        assert e["ts_ms"] - sent_ms <= ROUND_TRIP_MS, e
+    assert {e["error"] for e in after} <= {"NETWORK_EXCEPTION", "NONE"}
+    refused = [e for e in events if e["event"] == "message_dropped" and e["reason"] == "connection_refused"]
+    assert any(e["src"] == "producer-1/producer" for e in refused)
+    [election] = [e for e in events if e["event"] == "leader_elected" and e["ts_ms"] > CRASH_MS]
+    assert election["leader"] == 2
+    acked_after = [e for e in after if e["error"] == "NONE"]
+    assert acked_after and acked_after[0]["ts_ms"] > election["ts_ms"] > failed[-1]["ts_ms"] - 100
+
+
+def test_a_machine_without_power_says_nothing_and_the_produce_times_out() -> None:
+    """The same crash as a power loss: no connection closes, so the records sent to broker 1
+    fail only after `request.timeout.ms` (30 s), with REQUEST_TIMED_OUT."""
+    events, after = _run("power_loss")
+    assert not [e for e in events if e["event"] == "connections_closed"]
+    errors = [e for e in after if e["error"] != "NONE"]
+    assert errors and {e["error"] for e in errors} == {"REQUEST_TIMED_OUT"}
+    for e in errors:
+        sent_ms = 1000 + 100 * e["first_sequence"]
+        assert e["ts_ms"] - sent_ms == 30000, e
+
+
+def test_a_follower_whose_leader_process_died_retries_after_the_fetch_backoff() -> None:
+    """B2 follows B1 (exact 1 ms latency). B1's process dies at 100 with B2's fetch parked in
+    its purgatory: B2 hears the connection close at 101 and backs off `replica.fetch.backoff.ms`
+    (1000 ms). Its attempt at 1101 is refused on arrival at 1102 and B2 is told at 1103; the
+    next attempt leaves at 2103, and so on: one every 1002 ms, instead of one every
+    `replica.socket.timeout.ms` (30 s)."""
+    from actors.broker.config import broker_address  # noqa: PLC0415
+    from tests.harness import Script, build, leader_and_isr  # noqa: PLC0415
+
+    b1, b2 = broker_address(1), broker_address(2)
+    script = Script([(0, b1, leader_and_isr(1, 0, (1, 2)), 1), (0, b2, leader_and_isr(1, 0, (1, 2)), 2)])
+    kernel = build("3.9", (1, 2), script)
+    events: list[dict[str, Any]] = []
+    kernel.observe(events.append)
+    kernel.schedule(100, "B1's process dies", lambda: kernel.crash("broker-1"))
+    kernel.run(3500)
+    refused = [
+        e["ts_ms"] for e in events
+        if e["event"] == "message_dropped" and e["src"] == "broker-2/broker" and e["reason"] == "connection_refused"
+    ]
+    assert refused == [1102, 2104, 3106]  # sent at 1101, 2103, 3105: each one latency on the way
+    kernel.shutdown()
