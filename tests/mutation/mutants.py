@@ -191,6 +191,14 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/unit/test_controller_units.py", f"{CONTROLLER}::test_s10_broker_failure_with_alter_partition"),
     ),
     Mutant(
+        "process_crash_is_silent",
+        "a crashed process on a live machine closes its connections and refuses new ones (NetworkClient disconnections)",
+        "sim/kernel.py",
+        "state.refusing = kind is CrashKind.PROCESS",
+        "state.refusing = False",
+        ("tests/scenarios/test_connections.py",),
+    ),
+    Mutant(
         "offline_election_outside_isr",
         "a clean offline election picks only an ISR member; outside it only with unclean election",
         "actors/controller/election.py",
