@@ -1,4 +1,4 @@
-"""The canonical replication scenarios, reproduced by the broker actors.
+"""The canonical replication scenarios (docs/canonical-scenarios.md), reproduced by the broker actors.
 
 Latency is exactly 1 ms, so every time below is exact. The script plays client and controller
 (tests/harness.py): LeaderAndIsr is driven directly, the script playing the controller.
