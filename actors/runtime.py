@@ -42,6 +42,9 @@ from protocols.codec import FrameError, decode_frame, encode_frame
 
 __all__ = ["ActorRuntime", "Delivery", "HandlerError", "OutboundFrame", "WindowResult"]
 
+COMPACT_TIMERS_ABOVE = 1024
+"""Dead timer entries tolerated beyond the live ones before the heap is rebuilt."""
+
 
 class Delivery(NamedTuple):
     """An envelope the network delivers: at `ts_ms`, in global order `seq`."""
@@ -110,6 +113,7 @@ class ActorRuntime:
         self._start_pending = True
         self._timers: list[tuple[int, int, str]] = []  # heap of (due_ms, seq, key)
         self._live_timers: dict[str, int] = {}  # key -> seq of its live entry
+        self._dead_timers = 0  # entries still in the heap whose timer was cancelled or reset
         self._timer_seq = 0
         self._result = WindowResult()
 
@@ -194,7 +198,8 @@ class ActorRuntime:
                 case SetTimer(key, after_ms):
                     self._set_timer(key, after_ms)
                 case CancelTimer(key):
-                    self._live_timers.pop(key, None)
+                    if self._live_timers.pop(key, None) is not None:
+                        self._timer_dropped()
                 case Emit():
                     self._emit(command)
                 case Append() | Truncate() | WriteFile() | Flush():
@@ -211,10 +216,25 @@ class ActorRuntime:
             msg = f"timer {key!r} set {after_ms} ms in the past"
             raise ValueError(msg)
         self._timer_seq += 1
+        if key in self._live_timers:
+            self._timer_dropped()  # the earlier entry of this key is dead
         self._live_timers[key] = self._timer_seq
         heapq.heappush(self._timers, (self.now_ms + after_ms, self._timer_seq, key))
+
+    def _timer_dropped(self) -> None:
+        """A heap entry died (its timer was cancelled or set again). Dead entries are skipped
+        when they reach the top; when they outnumber the live ones, the heap is rebuilt from the
+        live ones, so a busy actor's cancelled 30 s timeouts do not pile up. Entries are ordered
+        by (due, sequence), a total order, so the rebuilt heap fires in the same order."""
+        self._dead_timers += 1
+        if self._dead_timers > len(self._live_timers) + COMPACT_TIMERS_ABOVE:
+            live = self._live_timers
+            self._timers = [entry for entry in self._timers if live.get(entry[2]) == entry[1]]
+            heapq.heapify(self._timers)
+            self._dead_timers = 0
 
     def _drop_dead_timers(self) -> None:
         timers = self._timers
         while timers and self._live_timers.get(timers[0][2]) != timers[0][1]:
             heapq.heappop(timers)
+            self._dead_timers -= 1

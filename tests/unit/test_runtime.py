@@ -104,6 +104,25 @@ def test_setting_a_timer_again_replaces_it_and_cancel_removes_it() -> None:
     assert b.seen == [(0, "start"), (5, "timer:x")]
 
 
+def test_cancelled_timers_do_not_pile_up_and_the_live_ones_fire_in_order() -> None:
+    """Ten thousand 30 s timeouts set and cancelled (a busy client's requests, each answered)
+    leave the heap bounded; the live timers still fire in (due, set) order."""
+    from actors.runtime import COMPACT_TIMERS_ABOVE
+
+    b = Recorder()
+    for i in range(10_000):
+        b.on_start_out.set_timer(f"timeout:{i}", 30_000)
+        b.on_start_out.cancel_timer(f"timeout:{i}")
+    b.on_start_out.set_timer("late", 9)
+    b.on_start_out.set_timer("early", 3)
+    b.on_start_out.set_timer("tie", 9)
+    rt = _runtime(b)
+    rt.run_window(0, 1, [])
+    assert len(rt._timers) <= 3 + COMPACT_TIMERS_ABOVE + 1  # noqa: SLF001 - the bound itself
+    rt.run_window(1, 20, [])
+    assert b.seen == [(0, "start"), (3, "timer:early"), (9, "timer:late"), (9, "timer:tie")]
+
+
 def test_overdue_events_are_handled_at_the_window_start() -> None:
     """A paused node's overdue work happens when it resumes, not in the past."""
     b = Recorder()
