@@ -62,6 +62,12 @@ class _Record:
     """The broker it was last sent to."""
 
 
+RECONNECT_BACKOFF_MS = 50
+"""`reconnect.backoff.ms`: how long a broker whose connection failed is not tried again."""
+RECONNECT_BACKOFF_MAX_MS = 1000
+"""`reconnect.backoff.max.ms`: the cap of the doubling back-off (Kafka also adds 20% jitter,
+left out here)."""
+
 _REFRESH_ON = frozenset(
     {
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -83,7 +89,11 @@ class ProducerState:
     in_flight: dict[int, _Record] = field(default_factory=dict)
     """Correlation id -> the record sent."""
     waiting: dict[int, _Record] = field(default_factory=dict)
-    """Sequence -> a record waiting for its partition's leader."""
+    """Sequence -> a record waiting for its partition's leader to be known and ready."""
+    not_ready_until: dict[int, int] = field(default_factory=dict)
+    """Broker -> when a connection to it may be tried again (`reconnect.backoff.ms`)."""
+    reconnect_backoff_ms: dict[int, int] = field(default_factory=dict)
+    """Broker -> the back-off after its last failed connection, doubled on each failure."""
     leaders: dict[int, int] = field(default_factory=dict)
     brokers: tuple[int, ...] = ()
     metadata_in_flight: int | None = None
@@ -99,8 +109,11 @@ class Producer:
         self.state = ProducerState()
         self.state.leaders = dict(enumerate(config.leaders))
         self.state.brokers = config.bootstrap
+        self.now_ms = 0
+        """The time of the handler running (set as each handler starts)."""
 
     def on_start(self, ctx: Ctx) -> Out:
+        self.now_ms = ctx.now_ms
         out = Out()
         if self.config.records > 0:
             out.set_timer("send", max(0, self.config.start_ms - ctx.now_ms))
@@ -109,6 +122,7 @@ class Producer:
         return out
 
     def on_timer(self, ctx: Ctx, key: str) -> Out:
+        self.now_ms = ctx.now_ms
         out = Out()
         kind, _, arg = key.partition(":")
         if kind == "send":
@@ -123,6 +137,8 @@ class Producer:
             record = self.state.waiting.pop(int(arg), None)
             if record is not None:
                 self._completed(out, record, ErrorCode.REQUEST_TIMED_OUT, -1)
+        elif kind == "reconnect":
+            self._send_waiting(out)
         elif kind == "metadata":
             self._request_metadata(out)
         elif kind == "metadata-timeout" and self.state.metadata_in_flight == int(arg):
@@ -132,11 +148,13 @@ class Producer:
         return out
 
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
+        self.now_ms = ctx.now_ms
         out = Out()
         match inbound.message:
             case ProduceResponse() as resp:
                 record = self.state.in_flight.pop(inbound.correlation_id, None)
                 if record is not None:  # else: it timed out already
+                    self.state.reconnect_backoff_ms.pop(record.broker, None)  # it is connected
                     out.cancel_timer(f"timeout:{inbound.correlation_id}")
                     answer = resp.partitions[0]
                     self._completed(out, record, answer.error_code, answer.base_offset)
@@ -149,15 +167,24 @@ class Producer:
     def _disconnected(self, out: Out, broker: int) -> None:
         """`NetworkClient.handleDisconnections`: the requests in flight to `broker` fail with
         NETWORK_EXCEPTION at once, and metadata is asked for again (from another broker, if the
-        Metadata request was the one in flight there)."""
+        Metadata request was the one in flight there). The broker is not ready until a back-off
+        has passed (`reconnect.backoff.ms`, doubled after each failure up to
+        `reconnect.backoff.max.ms`); records for it wait meanwhile, as in the accumulator."""
         state = self.state
-        for correlation_id in sorted(state.in_flight):
-            if state.in_flight[correlation_id].broker == broker:
-                record = state.in_flight.pop(correlation_id)
-                out.cancel_timer(f"timeout:{correlation_id}")
-                self._completed(out, record, ErrorCode.NETWORK_EXCEPTION, -1)
+        lost = [cid for cid in sorted(state.in_flight) if state.in_flight[cid].broker == broker]
         asked = state.brokers[state.metadata_target % len(state.brokers)] if state.brokers else -1
-        if state.metadata_in_flight is not None and asked == broker:
+        metadata_lost = state.metadata_in_flight is not None and asked == broker
+        if not lost and not metadata_lost and not self._ready(broker):
+            return  # another refused envelope of the same attempt: the connection failed once
+        backoff = min(2 * state.reconnect_backoff_ms.get(broker, RECONNECT_BACKOFF_MS // 2), RECONNECT_BACKOFF_MAX_MS)
+        state.reconnect_backoff_ms[broker] = backoff
+        state.not_ready_until[broker] = self.now_ms + backoff
+        out.set_timer(f"reconnect:{broker}", backoff)
+        for correlation_id in lost:
+            record = state.in_flight.pop(correlation_id)
+            out.cancel_timer(f"timeout:{correlation_id}")
+            self._completed(out, record, ErrorCode.NETWORK_EXCEPTION, -1)
+        if metadata_lost:
             out.cancel_timer(f"metadata-timeout:{state.metadata_in_flight}")
             state.metadata_in_flight = None
             state.metadata_target += 1
@@ -181,7 +208,11 @@ class Producer:
         state = self.state
         if state.metadata_in_flight is not None or self.config.leaders or not state.brokers:
             return
-        broker = state.brokers[state.metadata_target % len(state.brokers)]
+        count = len(state.brokers)
+        # `leastLoadedNode` never picks a node backing off after a failed connection.
+        skip = next((k for k in range(count) if self._ready(state.brokers[(state.metadata_target + k) % count])), 0)
+        state.metadata_target += skip
+        broker = state.brokers[state.metadata_target % count]
         correlation_id = self._next_correlation_id()
         state.metadata_in_flight = correlation_id
         out.send(broker_address(broker), MetadataRequest((self.config.topic,)), correlation_id)
@@ -196,12 +227,7 @@ class Producer:
         for p in resp.partitions:
             if p.partition >= 0:
                 state.leaders[p.partition] = p.leader
-        for sequence in sorted(state.waiting):
-            record = state.waiting[sequence]
-            if state.leaders.get(record.partition, -1) >= 0:
-                del state.waiting[sequence]
-                out.cancel_timer(f"wait-timeout:{sequence}")
-                self._send(out, record)
+        self._send_waiting(out)
         leaderless = any(state.leaders.get(p, -1) < 0 for p in range(self.config.partitions))
         out.set_timer("metadata", self.config.retry_backoff_ms if leaderless else self.config.metadata_max_age_ms)
 
@@ -211,15 +237,35 @@ class Producer:
         self.state.next_correlation_id += 1
         return self.state.next_correlation_id
 
+    def _ready(self, broker: int) -> bool:
+        """A connection to `broker` may be tried (it is not backing off after a failure)."""
+        return self.state.not_ready_until.get(broker, 0) <= self.now_ms
+
+    def _partition_ready(self, partition: int) -> bool:
+        """Its leader is known and ready."""
+        leader = self.state.leaders.get(partition, -1)
+        return leader >= 0 and self._ready(leader)
+
+    def _send_waiting(self, out: Out) -> None:
+        """Send every waiting record whose leader is known and ready, in sequence order."""
+        state = self.state
+        for sequence in sorted(state.waiting):
+            record = state.waiting[sequence]
+            if self._partition_ready(record.partition):
+                del state.waiting[sequence]
+                out.cancel_timer(f"wait-timeout:{sequence}")
+                self._send(out, record)
+
     def _send_next(self, out: Out) -> None:
         cfg, state = self.config, self.state
         sequence = state.sent
         state.sent += 1
         record = _Record(sequence % cfg.partitions, sequence, f"{cfg.name}:{sequence}")
-        if state.leaders.get(record.partition, -1) < 0:
+        if not self._partition_ready(record.partition):
             state.waiting[sequence] = record
             out.set_timer(f"wait-timeout:{sequence}", cfg.request_timeout_ms)
-            self._request_metadata(out)
+            if state.leaders.get(record.partition, -1) < 0:
+                self._request_metadata(out)
             return
         self._send(out, record)
 
