@@ -17,8 +17,9 @@ alone. After a process crash the machine is still up: its operating system close
 connections, so every actor that had sent to the node is told (`Disconnected`) one latency
 later, and an envelope that reaches the node before it restarts is refused and its sender told
 one latency after that. A power or disk loss, like a partition, closes nothing: peers hear
-silence until their own timeouts. A paused node (a stop-the-world GC pause) handles nothing until it resumes: messages to
-it wait in its socket buffers and its overdue timers fire on resume.
+silence until their own timeouts. A paused node (a stop-the-world GC pause) handles nothing
+until it resumes: messages to it wait in its socket buffers and its overdue timers fire on
+resume.
 """
 
 from __future__ import annotations

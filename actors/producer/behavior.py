@@ -10,11 +10,12 @@ Metadata (`Metadata`, `NetworkClient`): the producer asks a broker for the topic
 start, again `retry.backoff.ms` later while a partition has none, after a NOT_LEADER_OR_FOLLOWER,
 LEADER_NOT_AVAILABLE or timed-out answer or a closed connection (a broker's process died: the
 requests in flight to it fail with NETWORK_EXCEPTION within a round trip), and every
-`metadata.max.age.ms`. It asks one broker
-while that one answers, and the next (of the bootstrap list, then of the live brokers it
-learned of) after `request.timeout.ms` without an answer, or at once when its connection closes. A record whose partition has no known leader waits for one
-until its own `request.timeout.ms` runs out. In a cluster without a controller the leaders are
-fixed (`leaders`) and never asked for.
+`metadata.max.age.ms`. It asks one broker while that one answers, and the next (of the
+bootstrap list, then of the live brokers it learned of) after `request.timeout.ms` without an
+answer, or at once when its connection closes. A record whose partition has no known leader, or
+whose leader is backing off after a refused connection (`reconnect.backoff.ms`), waits until its
+own `request.timeout.ms` runs out. In a cluster without a controller the leaders are fixed
+(`leaders`) and never asked for.
 
 Not yet modelled: retries and `delivery.timeout.ms`, idempotence (producer id,
 epoch, sequence deduplication), batching (`linger.ms`, `batch.size`) and `max.in.flight`.
@@ -176,7 +177,8 @@ class Producer:
         metadata_lost = state.metadata_in_flight is not None and asked == broker
         if not lost and not metadata_lost and not self._ready(broker):
             return  # another refused envelope of the same attempt: the connection failed once
-        backoff = min(2 * state.reconnect_backoff_ms.get(broker, RECONNECT_BACKOFF_MS // 2), RECONNECT_BACKOFF_MAX_MS)
+        previous = state.reconnect_backoff_ms.get(broker, RECONNECT_BACKOFF_MS // 2)
+        backoff = min(2 * previous, RECONNECT_BACKOFF_MAX_MS)
         state.reconnect_backoff_ms[broker] = backoff
         state.not_ready_until[broker] = self.now_ms + backoff
         out.set_timer(f"reconnect:{broker}", backoff)
@@ -210,8 +212,8 @@ class Producer:
             return
         count = len(state.brokers)
         # `leastLoadedNode` never picks a node backing off after a failed connection.
-        skip = next((k for k in range(count) if self._ready(state.brokers[(state.metadata_target + k) % count])), 0)
-        state.metadata_target += skip
+        candidates = (state.brokers[(state.metadata_target + k) % count] for k in range(count))
+        state.metadata_target += next((k for k, b in enumerate(candidates) if self._ready(b)), 0)
         broker = state.brokers[state.metadata_target % count]
         correlation_id = self._next_correlation_id()
         state.metadata_in_flight = correlation_id
