@@ -240,14 +240,14 @@ def _follower_fetched(b: Broker, ctx: Ctx, out: Out, fp: FetchPartition, replica
 
 
 def check_purgatory(
-    b: Broker, out: Out, changed: Iterable[TopicPartition] | None = None, *, hw_or_role: bool = True
+    b: Broker, out: Out, changed: Iterable[TopicPartition], *, hw_or_role: bool = True
 ) -> None:
-    """`checkAndComplete` for the partitions whose LEO, HW or role changed (all for None):
-    complete every delayed operation watching them that can complete now. A delayed produce
+    """`checkAndComplete` for the partitions whose LEO, HW or role changed: complete every
+    delayed operation watching them that can complete now. A delayed produce
     waits for the HW or for leadership to go, so when only the LEO moved (`hw_or_role` False)
     only fetches are checked (`ReplicaManager.addCompletePurgatoryAction`)."""
     produces, fetches = b.state.delayed_produces, b.state.delayed_fetches
-    keys = None if changed is None else tuple(changed)
+    keys = tuple(changed)
     for op_id in produces.watching(keys) if hw_or_role else ():
         op = produces.get(op_id)
         if _try_complete_produce(b, op):

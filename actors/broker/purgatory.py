@@ -9,7 +9,7 @@ would only cost, and a broker whose follower is down holds thousands of produces
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -48,11 +48,9 @@ class Purgatory(Generic[Op]):
     def get(self, op_id: int) -> Op:
         return self._ops[op_id][0]
 
-    def watching(self, keys: Iterable[TopicPartition] | None = None) -> list[int]:
-        """The ids of the operations watching any of `keys` (all of them for None), in id order,
-        which is the order they were parked in."""
-        if keys is None:
-            return sorted(self._ops)
+    def watching(self, keys: Iterable[TopicPartition]) -> list[int]:
+        """The ids of the operations watching any of `keys`, in id order, which is the order
+        they were parked in."""
         found: set[int] = set()
         for key in keys:
             found.update(self._watchers.get(key, ()))
@@ -60,6 +58,3 @@ class Purgatory(Generic[Op]):
 
     def __len__(self) -> int:
         return len(self._ops)
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(sorted(self._ops))

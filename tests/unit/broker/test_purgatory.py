@@ -15,7 +15,7 @@ def test_a_change_checks_only_the_operations_watching_its_partition_in_parking_o
     purgatory.add(2, "fetch of T-2", (T2,))
     assert purgatory.watching((T1,)) == [1, 3]
     assert purgatory.watching((T0, T2)) == [2, 3]
-    assert purgatory.watching() == [1, 2, 3]
+    assert purgatory.watching((T0, T1, T2)) == [1, 2, 3]
     assert purgatory.get(3) == "produce to T-0 and T-1"
 
 
