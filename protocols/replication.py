@@ -6,7 +6,7 @@ Field names are Kafka's (`fetch_offset`, `last_fetched_epoch`, `current_leader_e
 structures, since msgpack map keys must be strings. Versions here are this registry's own: a
 field added later says `since`.
 
-Left out: record batches (each record carries its own offset and epoch), compression, topic ids,
+Left out: compression, record keys, headers and timestamps, topic ids,
 fetch sessions' incremental protocol (KIP-227; a session here always lists its partitions).
 """
 
@@ -19,19 +19,63 @@ from protocols.keys import ApiKey
 from protocols.registry import Kind, message, struct
 
 
+RECORD_BATCH_OVERHEAD = 61
+"""Bytes of a batch's header (`DefaultRecordBatch.RECORD_BATCH_OVERHEAD`)."""
+RECORD_OVERHEAD = 8
+"""Bytes a small record adds besides its key and value: its length, attributes, timestamp and
+offset deltas, key and value lengths and header count, each a varint of one or two bytes."""
+
+
+def batch_size_bytes(record_bytes: int, count: int) -> int:
+    """The size of a batch of `count` records of `record_bytes` (key and value) each."""
+    return RECORD_BATCH_OVERHEAD + count * (record_bytes + RECORD_OVERHEAD)
+
+
 @struct
 @dataclass(frozen=True, slots=True)
-class Record:
-    """A record in a partition log. Its value names its producer and sequence, so a record
-    written twice (a producer retry) is told apart from one consumed twice."""
+class RecordBatch:
+    """A batch of records as the producer built it and every replica stores it: the unit of a
+    partition log, of a produce and of a fetch. Each value names its producer and the record's
+    number (`producer-1:17`), so a record written twice (a producer retry) is told apart from
+    one consumed twice."""
 
-    offset: int
+    base_offset: int
     leader_epoch: int
-    """The leader epoch of the batch it was written in (KIP-101's partitionLeaderEpoch)."""
-    value: str
+    """The leader epoch it was written in (KIP-101's partitionLeaderEpoch)."""
+    values: tuple[str, ...]
     producer_id: int = -1
     producer_epoch: int = -1
-    sequence: int = -1
+    base_sequence: int = -1
+    """The idempotent producer's sequence of the first record; -1 without idempotence."""
+    size_bytes: int = 0
+    """Its size on the wire, which the fetch size limits count."""
+
+    @property
+    def count(self) -> int:
+        return len(self.values)
+
+    @property
+    def end_offset(self) -> int:
+        """The offset after its last record."""
+        return self.base_offset + len(self.values)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + len(self.values) - 1
+
+    @property
+    def last_sequence(self) -> int:
+        return self.base_sequence + len(self.values) - 1 if self.base_sequence >= 0 else -1
+
+    def slice(self, start: int, end: int) -> RecordBatch:
+        """The records of offsets [start, end) as a batch of their own (sizes prorated)."""
+        lo, hi = max(start, self.base_offset) - self.base_offset, min(end, self.end_offset) - self.base_offset
+        values = self.values[lo:hi]
+        size = RECORD_BATCH_OVERHEAD + (self.size_bytes - RECORD_BATCH_OVERHEAD) * len(values) // max(1, self.count)
+        sequence = self.base_sequence + lo if self.base_sequence >= 0 else -1
+        return RecordBatch(
+            self.base_offset + lo, self.leader_epoch, values, self.producer_id, self.producer_epoch, sequence, size
+        )
 
 
 # --------------------------------------------------------------------------- Produce (0)
@@ -46,6 +90,7 @@ class ProducePartitionData:
     producer_id: int = -1
     producer_epoch: int = -1
     base_sequence: int = -1
+    size_bytes: int = 0
 
 
 @struct
@@ -86,6 +131,8 @@ class FetchPartition:
     """The epoch of the last record the follower has (KAFKA-10554 truncation on fetch)."""
     current_leader_epoch: int = -1
     """The epoch the fetcher believes current (KIP-320 fencing); -1: not checked."""
+    partition_max_bytes: int = 1048576
+    """At most this many bytes of this partition, but at least its first batch (KIP-74)."""
 
 
 @struct
@@ -102,7 +149,7 @@ class FetchedPartition:
     partition: int
     error_code: ErrorCode
     high_watermark: int
-    records: tuple[Record, ...] = ()
+    records: tuple[RecordBatch, ...] = ()
     diverging_epoch: EpochEndOffset | None = None
     log_start_offset: int = 0
 

@@ -231,7 +231,7 @@ class Cluster:
                         "role": "offline",
                         "leader_epoch": -1,
                         "high_watermark": log.high_watermark,
-                        "log": [(r.offset, r.leader_epoch, r.value) for r in log.records],
+                        "log": log.entries(),
                     }
             for tp, view in partitions.items():
                 found.setdefault(tp, {})[b] = view

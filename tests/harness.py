@@ -149,12 +149,12 @@ def seeded_disk(
     of them durable (all by default), the HW checkpoint and the epoch checkpoint they imply."""
     from actors.broker.partition_log import PartitionLog, log_file
     from actors.core import Flush, Out
-    from protocols.replication import Record
+    from protocols.replication import RecordBatch
     from protocols.types import TopicPartition
 
     topic, _, partition = tp.rpartition("-")
     log = PartitionLog(TopicPartition(topic, int(partition)))
-    records = tuple(Record(i, epoch, value) for i, (value, epoch) in enumerate(values))
+    records = tuple(RecordBatch(i, epoch, (value,), size_bytes=70) for i, (value, epoch) in enumerate(values))
     durable = len(records) if flushed is None else flushed
     out = Out()
     log.append_as_follower(out, records[:durable])

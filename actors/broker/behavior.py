@@ -164,7 +164,7 @@ class Broker:
                     "log_end_offset": p.log.log_end_offset,
                     "high_watermark": p.log.high_watermark,
                     "epochs": [tuple(e) for e in p.log.epochs.entries],
-                    "log": [(r.offset, r.leader_epoch, r.value) for r in p.log.records],
+                    "log": p.log.entries(),
                     "remote_log_end_offsets": {b: s.log_end_offset for b, s in sorted(p.followers.items())},
                 }
                 for tp, p in sorted(self.state.partitions.items())

@@ -40,8 +40,8 @@ class BrokerConfig:
     replica_fetch_backoff_ms: int = 1000
     replica_socket_timeout_ms: int = 30000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
-    replica_fetch_max_records: int = 500
-    """Stands in for replica.fetch.max.bytes: records are counted, not sized."""
+    replica_fetch_max_bytes: int = 1048576
+    """Per partition; the first batch is sent whole even if larger (KIP-74)."""
     topic_min_insync_replicas: tuple[tuple[str, int], ...] = ()
     """Topic-level overrides of min.insync.replicas."""
     bootstrap: tuple[LeaderAndIsrPartition, ...] = ()

@@ -140,6 +140,7 @@ def _next_request(
                 b.state.partitions[f.tp].log.log_end_offset,
                 b.state.partitions[f.tp].log.latest_epoch if on_fetch_epoch else -1,
                 f.leader_epoch if fencing else -1,
+                b.config.replica_fetch_max_bytes,
             )
             for f in fetching
         ),

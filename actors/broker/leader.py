@@ -40,7 +40,7 @@ from protocols.replication import (
     ProducePartitionResponse,
     ProduceRequest,
     ProduceResponse,
-    Record,
+    RecordBatch,
 )
 from protocols.types import TopicPartition
 
@@ -78,19 +78,20 @@ def on_produce(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: ProduceRequ
             out.emit("produce_rejected", topic=tp.topic, partition=tp.partition, error=error.name)
             continue
         partition = b.state.partitions[tp]
-        records = partition.log.append_as_leader(
+        batch = partition.log.append_as_leader(
             out,
             data.values,
             partition.leader_epoch,
             (data.producer_id, data.producer_epoch, data.base_sequence),
+            data.size_bytes,
         )
-        base = records[0].offset if records else partition.log.log_end_offset
+        base = batch.base_offset
         out.emit(
             "records_appended",
             topic=tp.topic,
             partition=tp.partition,
             base_offset=base,
-            count=len(records),
+            count=batch.count,
             leader_epoch=partition.leader_epoch,
             producer_id=data.producer_id,
             acks=req.acks,
@@ -173,7 +174,7 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
     for fp in req.partitions:
         answer, new_data = _read_partition(b, fp, req.replica_id)
         answers.append(answer)
-        readable += len(answer.records)
+        readable += sum(batch.size_bytes for batch in answer.records)
         if answer.error_code is not ErrorCode.NONE or answer.diverging_epoch is not None:
             immediate = True
         elif req.replica_id >= 0 and new_data is not None:
@@ -188,8 +189,8 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
 
 def _read_partition(
     b: Broker, fp: FetchPartition, replica_id: int
-) -> tuple[FetchedPartition, tuple[Record, ...] | None]:
-    """`readFromLocalLog` for one partition: the answer, and the records read (None on error)."""
+) -> tuple[FetchedPartition, tuple[RecordBatch, ...] | None]:
+    """`readFromLocalLog` for one partition: the answer, and the batches read (None on error)."""
     tp = TopicPartition(fp.topic, fp.partition)
     partition = b.state.partitions.get(tp)
 
@@ -214,8 +215,8 @@ def _read_partition(
         return error(ErrorCode.OFFSET_OUT_OF_RANGE, hw)
     # Followers read to the LEO; consumers (read_uncommitted) to the HW.
     bound = log.log_end_offset if replica_id >= 0 else hw
-    records = log.read(fp.fetch_offset, bound, b.config.replica_fetch_max_records)
-    return FetchedPartition(tp.topic, tp.partition, ErrorCode.NONE, hw, records), records
+    batches = log.read(fp.fetch_offset, bound, fp.partition_max_bytes)
+    return FetchedPartition(tp.topic, tp.partition, ErrorCode.NONE, hw, batches), batches
 
 
 def _check_leader_epoch(b: Broker, partition: Partition, current_leader_epoch: int) -> ErrorCode:
@@ -278,7 +279,7 @@ def _fetch_can_complete(b: Broker, op: DelayedFetch) -> bool:
             epoch, offset = log.end_offset_for(fp.last_fetched_epoch)
             if epoch < fp.last_fetched_epoch or offset < fp.fetch_offset:
                 return True
-        readable += end - fp.fetch_offset
+        readable += log.bytes_between(fp.fetch_offset, end)
     return readable >= op.request.min_bytes
 
 

@@ -4,6 +4,12 @@ Models the parts of `UnifiedLog` the simulator needs: append as leader (offsets 
 epoch assigned here) or as follower (offsets from the leader), truncation, reads up to a bound,
 the HW (`updateHighWatermark` clamps it to [log start, LEO]) and the leader-epoch cache.
 
+The log is a list of record batches, as the producer built them: one object per batch, shared
+by the log, the page cache and every fetch response that carries it (nothing is copied). Offsets
+are found by bisecting the batches' end offsets. Kafka truncates and reads at batch boundaries,
+and replicas that copy whole batches keep their boundaries aligned; where a bound falls inside a
+batch anyway (a log prepared record by record, say), the batch is cut at it.
+
 Durability follows Kafka, which does not fsync on acknowledge: records go to the page cache (`Append`, never
 flushed on acknowledge), the leader-epoch checkpoint is rewritten and fsynced on every change,
 and the HW reaches `replication-offset-checkpoint` only when the broker's periodic task calls
@@ -15,12 +21,14 @@ Left out: segments, the log start offset moving (retention), compaction, transac
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from itertools import accumulate
 from dataclasses import dataclass, field
 from typing import Any
 
 from actors.broker.epoch_cache import EpochCache, EpochEntry
 from actors.core import Append, Out, WriteFile
-from protocols.replication import Record
+from protocols.replication import RecordBatch, batch_size_bytes
 from protocols.types import TopicPartition
 
 __all__ = ["PartitionLog", "epoch_file", "hw_file", "log_file", "partitions_on_disk"]
@@ -50,57 +58,76 @@ def hw_file(tp: TopicPartition) -> str:
 
 @dataclass(slots=True)
 class PartitionLog:
-    """A replica's records, HW and epoch cache; every change returns the disk commands for it."""
+    """A replica's batches, HW and epoch cache; every change returns the disk commands for it."""
 
     tp: TopicPartition
-    records: list[Record] = field(default_factory=list)
+    batches: list[RecordBatch] = field(default_factory=list)
     high_watermark: int = 0
     epochs: EpochCache = field(default_factory=EpochCache)
+    _ends: list[int] = field(default_factory=list)
+    """Each batch's end offset, for bisecting."""
+    _positions: list[int] = field(default_factory=list)
+    """The log's size in bytes after each batch (a segment's file position)."""
+
+    def __post_init__(self) -> None:
+        self._ends = [batch.end_offset for batch in self.batches]
+        self._positions = list(accumulate(batch.size_bytes for batch in self.batches))
 
     @property
     def log_end_offset(self) -> int:
-        return len(self.records)
+        return self._ends[-1] if self._ends else 0
 
     @property
     def latest_epoch(self) -> int:
         return self.epochs.latest_epoch
 
+    def entries(self) -> list[tuple[int, int, str]]:
+        """Every record as (offset, leader epoch, value): for checks and tests, not the hot path."""
+        return [
+            (batch.base_offset + i, batch.leader_epoch, value)
+            for batch in self.batches
+            for i, value in enumerate(batch.values)
+        ]
+
     @classmethod
     def recover(cls, tp: TopicPartition, disk: dict[str, Any]) -> PartitionLog:
         """Rebuild from the files that survived: the log, the epoch checkpoint and the HW
         checkpoint (clamped to the recovered LEO, as `updateHighWatermark` does)."""
-        records = list(disk.get(log_file(tp), ()))
+        batches = list(disk.get(log_file(tp), ()))
+        end = batches[-1].end_offset if batches else 0
         entries = tuple(EpochEntry(*e) for e in disk.get(epoch_file(tp), ()))
-        log = cls(tp, records, 0, EpochCache(entries).truncate_from_end(len(records)))
+        log = cls(tp, batches, 0, EpochCache(entries).truncate_from_end(end))
         log.high_watermark = min(disk.get(hw_file(tp), 0), log.log_end_offset)
         return log
 
     def append_as_leader(
-        self, out: Out, values: tuple[str, ...], leader_epoch: int, producer: tuple[int, int, int]
-    ) -> tuple[Record, ...]:
+        self,
+        out: Out,
+        values: tuple[str, ...],
+        leader_epoch: int,
+        producer: tuple[int, int, int],
+        size_bytes: int = 0,
+    ) -> RecordBatch:
         """Assign offsets and `leader_epoch` to `values`; `producer` is (id, epoch, base seq)."""
         producer_id, producer_epoch, base_sequence = producer
-        start = self.log_end_offset
-        appended = tuple(
-            Record(
-                offset=start + i,
-                leader_epoch=leader_epoch,
-                value=value,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                sequence=base_sequence + i if base_sequence >= 0 else -1,
-            )
-            for i, value in enumerate(values)
+        size_bytes = size_bytes or batch_size_bytes(max(map(len, values), default=0), len(values))
+        batch = RecordBatch(
+            self.log_end_offset, leader_epoch, values, producer_id, producer_epoch, base_sequence, size_bytes
         )
-        self._append(out, appended)
-        return appended
+        if values:
+            self._append(out, (batch,))
+        return batch
 
-    def append_as_follower(self, out: Out, records: tuple[Record, ...]) -> None:
-        """Append what the leader sent; it must start at this replica's LEO."""
-        if not records:
+    def append_as_follower(self, out: Out, batches: tuple[RecordBatch, ...]) -> None:
+        """Append what the leader sent from this replica's LEO on."""
+        end = self.log_end_offset
+        if batches and batches[0].base_offset < end:  # a batch cut at this log's end
+            batches = tuple(b if b.base_offset >= end else b.slice(end, b.end_offset) for b in batches)
+            batches = tuple(b for b in batches if b.values)
+        if not batches:
             return
-        assert records[0].offset == self.log_end_offset, (self.tp, records[0].offset, self.log_end_offset)
-        self._append(out, records)
+        assert batches[0].base_offset == end, (self.tp, batches[0].base_offset, end)
+        self._append(out, batches)
 
     def truncate_to(self, out: Out, offset: int) -> bool:
         """Keep the records below `offset`; the HW and epoch cache follow. True if anything went."""
@@ -109,8 +136,14 @@ class PartitionLog:
             # cached (epoch, LEO) and wrote nothing; that entry must not outlive the truncation.
             self._set_epochs(out, self.epochs.truncate_from_end(self.log_end_offset))
             return False
-        del self.records[offset:]
-        out.truncate(log_file(self.tp), offset)
+        kept = bisect_right(self._ends, offset)  # batches wholly below `offset`
+        cut = self.batches[kept] if self.batches[kept].base_offset < offset else None
+        del self.batches[kept:]
+        del self._ends[kept:]
+        del self._positions[kept:]
+        out.truncate(log_file(self.tp), kept)
+        if cut is not None:
+            self._append(out, (cut.slice(cut.base_offset, offset),))
         self.high_watermark = min(self.high_watermark, offset)
         self._set_epochs(out, self.epochs.truncate_from_end(offset))
         return True
@@ -124,10 +157,26 @@ class PartitionLog:
         self.high_watermark = max(0, min(high_watermark, self.log_end_offset))
         return self.high_watermark
 
-    def read(self, from_offset: int, upper_bound: int, max_records: int = 500) -> tuple[Record, ...]:
-        """Records from `from_offset` up to (not including) `upper_bound`."""
-        end = min(upper_bound, from_offset + max_records, self.log_end_offset)
-        return tuple(self.records[from_offset:end]) if from_offset < end else ()
+    def read(self, from_offset: int, upper_bound: int, max_bytes: int) -> tuple[RecordBatch, ...]:
+        """Batches from `from_offset` up to (not including) `upper_bound`, at most `max_bytes`
+        of them but at least one batch (KIP-74), cut at both bounds."""
+        upper_bound = min(upper_bound, self.log_end_offset)
+        if from_offset >= upper_bound:
+            return ()
+        i = bisect_right(self._ends, from_offset)
+        batches = self.batches
+        read: list[RecordBatch] = []
+        size = 0
+        while i < len(batches) and batches[i].base_offset < upper_bound:
+            batch = batches[i]
+            if read and size + batch.size_bytes > max_bytes:
+                break
+            if batch.base_offset < from_offset or batch.end_offset > upper_bound:
+                batch = batch.slice(from_offset, upper_bound)
+            read.append(batch)
+            size += batch.size_bytes
+            i += 1
+        return tuple(read)
 
     def end_offset_for(self, epoch: int) -> EpochEntry:
         return self.epochs.end_offset_for(epoch, self.log_end_offset)
@@ -140,17 +189,29 @@ class PartitionLog:
     def checkpoint_high_watermark(self, out: Out) -> None:
         out.write_file(hw_file(self.tp), self.high_watermark)
 
-    def _append(self, out: Out, records: tuple[Record, ...]) -> None:
-        self.records.extend(records)
-        out.append(Append(log_file(self.tp), records))
+    def bytes_between(self, start: int, end: int) -> int:
+        """The bytes of the batches holding offsets [start, end) (`DelayedFetch` counts them)."""
+        if start >= end:
+            return 0
+        first, last = bisect_right(self._ends, start), bisect_right(self._ends, end - 1)
+        before = self._positions[first - 1] if first else 0
+        return self._positions[min(last, len(self._positions) - 1)] - before
+
+    def _append(self, out: Out, batches: tuple[RecordBatch, ...]) -> None:
+        self.batches.extend(batches)
+        self._ends.extend(batch.end_offset for batch in batches)
+        position = self._positions[-1] if self._positions else 0
+        for batch in batches:
+            position += batch.size_bytes
+            self._positions.append(position)
+        out.append(Append(log_file(self.tp), batches))
         epochs = self.epochs
-        for record in records:
-            if record.leader_epoch > epochs.latest_epoch:
-                epochs = epochs.assign(record.leader_epoch, record.offset)
+        for batch in batches:
+            if batch.leader_epoch > epochs.latest_epoch:
+                epochs = epochs.assign(batch.leader_epoch, batch.base_offset)
         self._set_epochs(out, epochs)
 
     def _set_epochs(self, out: Out, epochs: EpochCache) -> None:
         if epochs != self.epochs:
             self.epochs = epochs
             out.append(WriteFile(epoch_file(self.tp), tuple(tuple(e) for e in epochs.entries)))
-

@@ -64,7 +64,7 @@ SAMPLES: dict[type, Any] = {
     ),
     r.FetchResponse: r.FetchResponse(
         (
-            r.FetchedPartition("T", 0, E.NONE, 1, (r.Record(0, 0, "p1:0", 4000, 0, 0),)),
+            r.FetchedPartition("T", 0, E.NONE, 1, (r.RecordBatch(0, 0, ("p1:0", "p1:1"), 4000, 0, 0, 86),)),
             r.FetchedPartition("T", 1, E.NONE, 5, (), r.EpochEndOffset(0, 1)),
         )
     ),

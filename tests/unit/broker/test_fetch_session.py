@@ -17,7 +17,7 @@ from protocols.replication import (
     LeaderAndIsrPartition,
     LeaderAndIsrRequest,
     OffsetForLeaderEpochRequest,
-    Record,
+    RecordBatch,
 )
 from protocols.types import TopicPartition
 from sim.profiles import Profile
@@ -55,7 +55,7 @@ def test_one_fetch_carries_every_partition_followed_from_that_leader() -> None:
     first = fetches[0]
     answer = FetchResponse(
         (
-            FetchedPartition("A", 0, ErrorCode.NONE, 0, (Record(0, 0, "x"),)),
+            FetchedPartition("A", 0, ErrorCode.NONE, 0, (RecordBatch(0, 0, ("x",)),)),
         )
     )
     out = broker.on_message(ctx, Inbound(broker_address(1), answer, first.correlation_id, 0))
@@ -70,7 +70,7 @@ def test_a_response_to_an_abandoned_request_is_ignored() -> None:
     out = broker.on_message(ctx, Inbound(CONTROLLER, _lai(("A", 0, 1)), 1, 0))
     [fetch] = _sends(out, FetchRequest)
     broker.on_timer(ctx, "fetcher-timeout:1")  # replica.socket.timeout.ms passed: sent again
-    stale = FetchResponse((FetchedPartition("A", 0, ErrorCode.NONE, 0, (Record(0, 0, "x"),)),))
+    stale = FetchResponse((FetchedPartition("A", 0, ErrorCode.NONE, 0, (RecordBatch(0, 0, ("x",)),)),))
     out = broker.on_message(ctx, Inbound(broker_address(1), stale, fetch.correlation_id, 0))
     assert list(out) == []
     assert broker.snapshot()["partitions"]["A-0"]["log_end_offset"] == 0
@@ -82,7 +82,7 @@ def test_eras_pick_their_truncation_request() -> None:
         broker, ctx = _broker(version)
         tp = TopicPartition("A", 0)
         broker.state.partitions[tp] = Partition(tp, PartitionLog(tp))
-        broker.state.partitions[tp].log.append_as_follower(Out(), (Record(0, 0, "x"),))
+        broker.state.partitions[tp].log.append_as_follower(Out(), (RecordBatch(0, 0, ("x",)),))
         out = broker.on_message(ctx, Inbound(CONTROLLER, _lai(("A", 0, 1)), 1, 0))
         [request] = _sends(out, kind)
         if kind is FetchRequest:
