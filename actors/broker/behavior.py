@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.broker import follower, leader
+from actors.broker import follower, leader, produce
 from actors.broker.config import BrokerConfig
 from actors.broker.partition import Partition
 from actors.broker.partition_log import PartitionLog, partitions_on_disk
@@ -21,6 +21,7 @@ from actors.broker.state import BrokerState
 from actors.core import Address, Ctx, Inbound, Out
 from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
+from protocols.producer import InitProducerIdRequest
 from protocols.metadata import (
     BrokerRegistered,
     IsrUpdateResponse,
@@ -67,6 +68,7 @@ class Broker:
 
     def on_start(self, ctx: Ctx) -> Out:
         out = Out()
+        self.state.producer_id_blocks = ctx.disk.get(produce.PRODUCER_ID_BLOCK_FILE, -1)
         for tp in partitions_on_disk(ctx.disk):
             self.state.partitions[tp] = Partition(tp, PartitionLog.recover(tp, ctx.disk))
         out.emit(
@@ -84,11 +86,21 @@ class Broker:
 
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
         out = Out()
+        waiting = self.state.muted.get(inbound.src)
+        if waiting is not None and isinstance(inbound.message, produce.CLIENT_REQUESTS):
+            waiting.append(inbound)  # its connection is muted until the answer before it is sent
+        else:
+            self.handle(ctx, out, inbound)
+        return out
+
+    def handle(self, ctx: Ctx, out: Out, inbound: Inbound) -> None:
         match inbound.message:
             case LeaderAndIsrRequest() as req:
                 self._on_leader_and_isr(ctx, out, inbound, req)
             case ProduceRequest() as req:
-                leader.on_produce(self, ctx, out, inbound, req)
+                produce.on_produce(self, ctx, out, inbound, req)
+            case InitProducerIdRequest() as req:
+                produce.on_init_producer_id(self, out, inbound, req)
             case FetchRequest() as req:
                 leader.on_fetch(self, ctx, out, inbound, req)
             case OffsetForLeaderEpochRequest() as req:
@@ -121,9 +133,10 @@ class Broker:
             case Disconnected(peer):
                 if peer.startswith("broker-"):
                     follower.disconnected(self, ctx, out, broker_id_of(inbound.src))
+                for src in [a for a in self.state.muted if a.node == peer]:
+                    del self.state.muted[src]  # its connections closed: what waited is gone
             case _:
                 out.emit("request_ignored", src=str(inbound.src), message=type(inbound.message).__name__)
-        return out
 
     def on_timer(self, ctx: Ctx, key: str) -> Out:
         out = Out()
@@ -138,7 +151,10 @@ class Broker:
         elif kind == "fetch":
             leader.complete_fetch(self, out, int(arg))
         elif kind == "produce":
-            leader.expire_produce(self, out, int(arg))
+            produce.expire_produce(self, out, int(arg))
+        elif kind == "unmute":
+            node, _, actor = arg.partition("/")
+            produce.unmute(self, ctx, out, Address(node, actor))
         elif kind == "alter-partition":
             leader.alter_partition_timed_out(self, int(arg))
         elif kind == "fetcher-timeout":

@@ -1,12 +1,12 @@
-"""The leader's side: produce, fetch, list offsets, offsets for leader epoch, the purgatory,
-and ISR shrink and expand.
+"""The leader's side: fetch, list offsets, offsets for leader epoch, the purgatory, and ISR
+shrink and expand (the produce path is in `produce.py`).
 
 Models `ReplicaManager.appendRecords`/`fetchMessages`, `Partition.appendRecordsToLeader`,
 `Partition.fetchRecords` (read first, capturing the HW, then update the follower's fetch state:
 an immediate response carries the HW from *before* the fetch), `DelayedFetch`,
 `DelayedProduce`, and `maybeShrinkIsr`/`maybeExpandIsr` with AlterPartition (2.7+) or a ZooKeeper write (before).
 
-Left out: idempotent-producer deduplication (not modelled yet), transactions and the LSO.
+Left out: transactions and the LSO.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from actors.broker import produce
 from actors.broker.config import controller_address
 from actors.broker.partition import Partition, PendingIsr
 from actors.broker.replica_state import can_join_isr, out_of_sync_replicas
-from actors.broker.state import DelayedFetch, DelayedProduce, PendingProduce
+from actors.broker.state import DelayedFetch
 from actors.core import Ctx, Inbound, Out
 from protocols.errors import ErrorCode
 from protocols.metadata import IsrUpdateRequest, IsrUpdateResponse
@@ -37,9 +38,6 @@ from protocols.replication import (
     ListOffsetsResponse,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
-    ProducePartitionResponse,
-    ProduceRequest,
-    ProduceResponse,
     RecordBatch,
 )
 from protocols.types import TopicPartition
@@ -56,112 +54,7 @@ __all__ = [
     "on_isr_update_response",
     "on_list_offsets",
     "on_offset_for_leader_epoch",
-    "on_produce",
 ]
-
-ACKS = (0, 1, -1)
-
-
-# ----------------------------------------------------------------------------- produce
-
-
-def on_produce(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: ProduceRequest) -> None:
-    """`appendRecords`: append to each partition this broker leads, then answer by `acks`."""
-    results: dict[TopicPartition, ProducePartitionResponse] = {}
-    pending: dict[TopicPartition, PendingProduce] = {}
-    order = tuple(TopicPartition(p.topic, p.partition) for p in req.partitions)
-    for data in req.partitions:
-        tp = TopicPartition(data.topic, data.partition)
-        error = _produce_error(b, tp, req.acks)
-        if error is not ErrorCode.NONE:
-            results[tp] = ProducePartitionResponse(tp.topic, tp.partition, error)
-            out.emit("produce_rejected", topic=tp.topic, partition=tp.partition, error=error.name)
-            continue
-        partition = b.state.partitions[tp]
-        batch = partition.log.append_as_leader(
-            out,
-            data.values,
-            partition.leader_epoch,
-            (data.producer_id, data.producer_epoch, data.base_sequence),
-            data.size_bytes,
-        )
-        base = batch.base_offset
-        out.emit(
-            "records_appended",
-            topic=tp.topic,
-            partition=tp.partition,
-            base_offset=base,
-            count=batch.count,
-            leader_epoch=partition.leader_epoch,
-            producer_id=data.producer_id,
-            acks=req.acks,
-        )
-        pending[tp] = PendingProduce(partition.log.log_end_offset, base)
-        b.after_leader_change(ctx, out, partition, leo_changed=True)
-    if req.acks == 0:
-        return  # Kafka sends no response (and closes the connection on a failed append)
-    if req.acks == 1:
-        for tp, p in pending.items():
-            results[tp] = ProducePartitionResponse(tp.topic, tp.partition, ErrorCode.NONE, p.base_offset)
-        out.reply(inbound, _produce_response(order, results))
-        return
-    op = DelayedProduce(b.state.new_id(), inbound, pending, results, order, ctx.now_ms + req.timeout_ms)
-    if not _try_complete_produce(b, op):
-        b.state.delayed_produces.add(op.id, op, op.pending)
-        out.set_timer(f"produce:{op.id}", req.timeout_ms)
-        return
-    out.reply(inbound, _produce_response(order, op.done))
-
-
-def _produce_error(b: Broker, tp: TopicPartition, acks: int) -> ErrorCode:
-    partition = b.state.partitions.get(tp)
-    if acks not in ACKS:
-        return ErrorCode.INVALID_REQUIRED_ACKS
-    if partition is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if not partition.is_leader:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    min_isr = min(b.config.min_insync_replicas_for(tp.topic), len(partition.replicas))
-    if acks == -1 and len(partition.isr) < min_isr:
-        return ErrorCode.NOT_ENOUGH_REPLICAS
-    return ErrorCode.NONE
-
-
-def _produce_response(
-    order: tuple[TopicPartition, ...], results: dict[TopicPartition, ProducePartitionResponse]
-) -> ProduceResponse:
-    return ProduceResponse(tuple(results[tp] for tp in order))
-
-
-def _try_complete_produce(b: Broker, op: DelayedProduce) -> bool:
-    """`checkEnoughReplicasReachOffset` for every waiting partition; True when all are done."""
-    for tp in sorted(op.pending):
-        wait = op.pending[tp]
-        partition = b.state.partitions.get(tp)
-        if partition is None or not partition.is_leader:
-            # Only leadership counts (checkEnoughReplicasReachOffset): a new epoch with the same
-            # leader, e.g. the controller removing a dead broker from the ISR, changes nothing.
-            error = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        elif partition.log.high_watermark >= wait.required_offset:
-            min_isr = min(b.config.min_insync_replicas_for(tp.topic), len(partition.replicas))
-            enough = min_isr <= len(partition.maximal_isr)
-            error = ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        else:
-            continue
-        offset = wait.base_offset if error is not ErrorCode.NOT_LEADER_OR_FOLLOWER else -1
-        op.done[tp] = ProducePartitionResponse(tp.topic, tp.partition, error, offset)
-        del op.pending[tp]
-    return not op.pending
-
-
-def expire_produce(b: Broker, out: Out, op_id: int) -> None:
-    op = b.state.delayed_produces.pop(op_id)
-    if op is None:
-        return
-    for tp in sorted(op.pending):
-        op.done[tp] = ProducePartitionResponse(tp.topic, tp.partition, ErrorCode.REQUEST_TIMED_OUT, -1)
-    out.reply(op.inbound, _produce_response(op.order, op.done))
-
 
 # ----------------------------------------------------------------------------- fetch
 
@@ -251,10 +144,10 @@ def check_purgatory(
     keys = tuple(changed)
     for op_id in produces.watching(keys) if hw_or_role else ():
         op = produces.get(op_id)
-        if _try_complete_produce(b, op):
+        if produce.try_complete(b, op):
             produces.pop(op_id)
             out.cancel_timer(f"produce:{op_id}")
-            out.reply(op.inbound, _produce_response(op.order, op.done))
+            produce.answer(b, out, op)
     for op_id in fetches.watching(keys):
         if _fetch_can_complete(b, fetches.get(op_id)):
             complete_fetch(b, out, op_id)

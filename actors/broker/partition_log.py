@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.broker.epoch_cache import EpochCache, EpochEntry
+from actors.broker.producer_state import ProducerStateManager
 from actors.core import Append, Out, WriteFile
 from protocols.replication import RecordBatch, batch_size_bytes
 from protocols.types import TopicPartition
@@ -68,10 +69,13 @@ class PartitionLog:
     """Each batch's end offset, for bisecting."""
     _positions: list[int] = field(default_factory=list)
     """The log's size in bytes after each batch (a segment's file position)."""
+    producers: ProducerStateManager = field(default_factory=ProducerStateManager)
+    """The idempotent producers' last batches, kept from every append."""
 
     def __post_init__(self) -> None:
         self._ends = [batch.end_offset for batch in self.batches]
         self._positions = list(accumulate(batch.size_bytes for batch in self.batches))
+        self.producers = ProducerStateManager.rebuilt(self.batches)
 
     @property
     def log_end_offset(self) -> int:
@@ -144,6 +148,7 @@ class PartitionLog:
         out.truncate(log_file(self.tp), kept)
         if cut is not None:
             self._append(out, (cut.slice(cut.base_offset, offset),))
+        self.producers = ProducerStateManager.rebuilt(self.batches)
         self.high_watermark = min(self.high_watermark, offset)
         self._set_epochs(out, self.epochs.truncate_from_end(offset))
         return True
@@ -204,6 +209,7 @@ class PartitionLog:
         for batch in batches:
             position += batch.size_bytes
             self._positions.append(position)
+            self.producers.update(batch)
         out.append(Append(log_file(self.tp), batches))
         epochs = self.epochs
         for batch in batches:

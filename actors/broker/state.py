@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
 
 from actors.broker.partition import Partition
 from actors.broker.purgatory import Purgatory
-from actors.core import Inbound
+from actors.core import Address, Inbound
 from protocols.metadata import UpdateMetadataPartition
 from protocols.replication import FetchRequest, ProducePartitionResponse
 from protocols.types import TopicPartition
@@ -105,6 +106,14 @@ class BrokerState:
     delayed_fetches: Purgatory[DelayedFetch] = field(default_factory=Purgatory)
     delayed_produces: Purgatory[DelayedProduce] = field(default_factory=Purgatory)
     sessions: dict[int, FetchSession] = field(default_factory=dict)
+    muted: dict[Address, deque[Inbound]] = field(default_factory=dict)
+    """Client connections with a produce awaiting its answer, and the requests that came on
+    them meanwhile: a connection is read again only once its answer is sent (`SocketServer`
+    mutes it), so one connection's requests are handled strictly in order."""
+    next_producer_id: int = -1
+    """The next producer id of this broker's block; -1: no block yet."""
+    producer_id_blocks: int = -1
+    """The last block of producer ids taken (kept on disk across restarts)."""
     next_id: int = 0
     """Purgatory ids and correlation ids, from one counter."""
 

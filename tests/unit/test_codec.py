@@ -18,6 +18,7 @@ from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
 from protocols.registry import field, message
 from protocols import metadata as m
+from protocols import producer as pr
 from protocols import replication as r
 from protocols import zookeeper as z
 from protocols.workload import Gossip, PingRequest, PingResponse
@@ -53,6 +54,8 @@ SAMPLES: dict[type, Any] = {
     Gossip: Gossip(token=123456789, hops=7, origin="node-1/gossip-0"),
     PingRequest: PingRequest(sent_ms=1500),
     PingResponse: PingResponse(sent_ms=1500),
+    pr.InitProducerIdRequest: pr.InitProducerIdRequest(60000, 4000, 2),
+    pr.InitProducerIdResponse: pr.InitProducerIdResponse(E.NONE, 4000, 3),
     r.ProduceRequest: r.ProduceRequest(
         acks=-1,
         timeout_ms=30000,

@@ -1,0 +1,207 @@
+"""The produce path on the leader, and InitProducerId.
+
+Models `ReplicaManager.appendRecords`, `Partition.appendRecordsToLeader` and `DelayedProduce`:
+- each partition of the request is checked in Kafka's order: acks, the partition, leadership,
+  then for acks=all the ISR against min ISR (NOT_ENOUGH_REPLICAS, before any append and before
+  the duplicate check), then the idempotent producer's state (`producer_state.py`);
+- a duplicate batch is not appended and is answered with the offsets it was first written at;
+- acks=0 gets no answer, acks=1 the append, and acks=all waits in the purgatory until the HW
+  reaches the batch's end (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below min ISR,
+  NOT_LEADER_OR_FOLLOWER if leadership went, REQUEST_TIMED_OUT after the request's timeout).
+
+A client connection whose produce waits in the purgatory is muted, as Kafka's socket server
+mutes a channel until its answer is sent: requests that arrive on it meanwhile are handled, in
+order, once the answer has gone.
+
+Producer ids: a broker hands out ids from a block of `PRODUCER_ID_BLOCK_SIZE`, taking a new
+block when one runs out and after each restart. Kafka takes the blocks in turn from ZooKeeper's
+`/latest_producer_id_block`; here broker N takes them from its own range (its k-th block starts
+at (N * 1000 + k) * 1000), which keeps ids distinct without the round trip (a simplification:
+the ids differ from Kafka's, their uniqueness does not).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from actors.broker.state import DelayedProduce, PendingProduce
+from actors.core import Address, Ctx, Inbound, Out
+from protocols.errors import ErrorCode
+from protocols.metadata import MetadataRequest
+from protocols.producer import InitProducerIdRequest, InitProducerIdResponse
+from protocols.replication import ProducePartitionData, ProducePartitionResponse, ProduceRequest, ProduceResponse
+from protocols.types import TopicPartition
+
+if TYPE_CHECKING:
+    from actors.broker.behavior import Broker
+
+__all__ = ["answer", "expire_produce", "on_init_producer_id", "on_produce", "try_complete", "unmute"]
+
+ACKS = (0, 1, -1)
+CLIENT_REQUESTS = (ProduceRequest, MetadataRequest, InitProducerIdRequest)
+"""What a producer sends on its connection to a broker: the requests muting holds back.
+Brokers and the controller use connections of their own (other actors here)."""
+PRODUCER_ID_BLOCK_SIZE = 1000
+PRODUCER_ID_BLOCKS_PER_BROKER = 1000
+PRODUCER_ID_BLOCK_FILE = "producer-id-blocks"
+
+
+def on_produce(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: ProduceRequest) -> None:
+    """`appendRecords`: append to each partition this broker leads, then answer by `acks`."""
+    results: dict[TopicPartition, ProducePartitionResponse] = {}
+    pending: dict[TopicPartition, PendingProduce] = {}
+    order = tuple(TopicPartition(p.topic, p.partition) for p in req.partitions)
+    for data in req.partitions:
+        tp = TopicPartition(data.topic, data.partition)
+        error = _produce_error(b, tp, req.acks)
+        if error is ErrorCode.NONE:
+            error = _append(b, ctx, out, tp, data, req.acks, pending)
+        if error is not ErrorCode.NONE:
+            results[tp] = ProducePartitionResponse(tp.topic, tp.partition, error)
+            out.emit("produce_rejected", topic=tp.topic, partition=tp.partition, error=error.name)
+    if req.acks == 0:
+        return  # Kafka sends no response (and closes the connection on a failed append)
+    if req.acks == 1:
+        for tp, p in pending.items():
+            results[tp] = ProducePartitionResponse(tp.topic, tp.partition, ErrorCode.NONE, p.base_offset)
+        out.reply(inbound, ProduceResponse(tuple(results[tp] for tp in order)))
+        return
+    op = DelayedProduce(b.state.new_id(), inbound, pending, results, order, ctx.now_ms + req.timeout_ms)
+    if not try_complete(b, op):
+        b.state.delayed_produces.add(op.id, op, op.pending)
+        b.state.muted[inbound.src] = deque()
+        out.set_timer(f"produce:{op.id}", req.timeout_ms)
+        return
+    out.reply(inbound, ProduceResponse(tuple(op.done[tp] for tp in order)))
+
+
+def _append(
+    b: Broker,
+    ctx: Ctx,
+    out: Out,
+    tp: TopicPartition,
+    data: ProducePartitionData,
+    acks: int,
+    pending: dict[TopicPartition, PendingProduce],
+) -> ErrorCode:
+    """Check the producer's state, then append (or find the duplicate); the error, if any."""
+    partition = b.state.partitions[tp]
+    log = partition.log
+    verdict = log.producers.check(data.producer_id, data.producer_epoch, data.base_sequence, len(data.values))
+    if verdict.error is not ErrorCode.NONE:
+        return verdict.error
+    original = verdict.duplicate_of
+    if original is not None:
+        out.emit(
+            "batch_deduplicated",
+            topic=tp.topic,
+            partition=tp.partition,
+            producer_id=data.producer_id,
+            producer_epoch=data.producer_epoch,
+            base_sequence=data.base_sequence,
+            base_offset=original.first_offset,
+        )
+        pending[tp] = PendingProduce(original.last_offset + 1, original.first_offset)
+        return ErrorCode.NONE
+    batch = log.append_as_leader(
+        out,
+        data.values,
+        partition.leader_epoch,
+        (data.producer_id, data.producer_epoch, data.base_sequence),
+        data.size_bytes,
+    )
+    out.emit(
+        "records_appended",
+        topic=tp.topic,
+        partition=tp.partition,
+        base_offset=batch.base_offset,
+        count=batch.count,
+        leader_epoch=partition.leader_epoch,
+        producer_id=data.producer_id,
+        producer_epoch=data.producer_epoch,
+        base_sequence=data.base_sequence,
+        acks=acks,
+    )
+    pending[tp] = PendingProduce(log.log_end_offset, batch.base_offset)
+    b.after_leader_change(ctx, out, partition, leo_changed=True)
+    return ErrorCode.NONE
+
+
+def _produce_error(b: Broker, tp: TopicPartition, acks: int) -> ErrorCode:
+    partition = b.state.partitions.get(tp)
+    if acks not in ACKS:
+        return ErrorCode.INVALID_REQUIRED_ACKS
+    if partition is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if not partition.is_leader:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    min_isr = min(b.config.min_insync_replicas_for(tp.topic), len(partition.replicas))
+    if acks == -1 and len(partition.isr) < min_isr:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return ErrorCode.NONE
+
+
+def try_complete(b: Broker, op: DelayedProduce) -> bool:
+    """`checkEnoughReplicasReachOffset` for every waiting partition; True when all are done."""
+    for tp in sorted(op.pending):
+        wait = op.pending[tp]
+        partition = b.state.partitions.get(tp)
+        if partition is None or not partition.is_leader:
+            # Only leadership counts (checkEnoughReplicasReachOffset): a new epoch with the same
+            # leader, e.g. the controller removing a dead broker from the ISR, changes nothing.
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        elif partition.log.high_watermark >= wait.required_offset:
+            min_isr = min(b.config.min_insync_replicas_for(tp.topic), len(partition.replicas))
+            enough = min_isr <= len(partition.maximal_isr)
+            error = ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        else:
+            continue
+        offset = wait.base_offset if error is not ErrorCode.NOT_LEADER_OR_FOLLOWER else -1
+        op.done[tp] = ProducePartitionResponse(tp.topic, tp.partition, error, offset)
+        del op.pending[tp]
+    return not op.pending
+
+
+def answer(b: Broker, out: Out, op: DelayedProduce) -> None:
+    """Send a completed produce's answer; its connection is read again."""
+    out.reply(op.inbound, ProduceResponse(tuple(op.done[tp] for tp in op.order)))
+    src = op.inbound.src
+    if b.state.muted.get(src):
+        out.set_timer(f"unmute:{src}", 0)  # the requests that waited, after the answer
+    else:
+        b.state.muted.pop(src, None)
+
+
+def expire_produce(b: Broker, out: Out, op_id: int) -> None:
+    op = b.state.delayed_produces.pop(op_id)
+    if op is None:
+        return
+    for tp in sorted(op.pending):
+        op.done[tp] = ProducePartitionResponse(tp.topic, tp.partition, ErrorCode.REQUEST_TIMED_OUT, -1)
+    answer(b, out, op)
+
+
+def unmute(b: Broker, ctx: Ctx, out: Out, src: Address) -> None:
+    """Handle, in order, the requests that waited on a connection, until one waits again."""
+    waiting = b.state.muted.pop(src, None)
+    while waiting:
+        b.handle(ctx, out, waiting.popleft())
+        if src in b.state.muted:  # that one waits in the purgatory: the rest wait behind it
+            b.state.muted[src].extend(waiting)
+            return
+
+
+def on_init_producer_id(b: Broker, out: Out, inbound: Inbound, req: InitProducerIdRequest) -> None:
+    """A new producer id for an idempotent producer without a transactional id, epoch 0."""
+    state = b.state
+    if state.next_producer_id < 0 or state.next_producer_id % PRODUCER_ID_BLOCK_SIZE == 0:
+        # Take a new block; the count of blocks taken survives restarts (ZooKeeper keeps it
+        # in Kafka), so a restarted broker never hands out an id again.
+        block = state.producer_id_blocks = state.producer_id_blocks + 1
+        out.write_file(PRODUCER_ID_BLOCK_FILE, block)
+        state.next_producer_id = (b.config.broker_id * PRODUCER_ID_BLOCKS_PER_BROKER + block) * PRODUCER_ID_BLOCK_SIZE
+    producer_id = state.next_producer_id
+    state.next_producer_id += 1
+    out.emit("producer_id_allocated", producer_id=producer_id, client=str(inbound.src))
+    out.reply(inbound, InitProducerIdResponse(ErrorCode.NONE, producer_id, 0))
