@@ -1,24 +1,37 @@
-"""A producer: one record per `interval.ms`, round robin over the topic's partitions.
+"""A producer: the application's records, the record accumulator and the sender.
 
-What it models of the Java producer so far: `acks` (0: no response expected; 1; all), the
-produce request's timeout (`request.timeout.ms`, sent to the broker and enforced by the client),
-leader discovery by Metadata, and record values that name the producer and the sequence
-(`producer-1:17`), so a record written twice is told apart from a record consumed twice. Each
-record's outcome is one `produce_completed` event.
+What it models of the Java producer (`KafkaProducer`, `RecordAccumulator`, `Sender`,
+`NetworkClient`):
 
-Metadata (`Metadata`, `NetworkClient`): the producer asks a broker for the topic's leaders at
-start, again `retry.backoff.ms` later while a partition has none, after a NOT_LEADER_OR_FOLLOWER,
-LEADER_NOT_AVAILABLE or timed-out answer or a closed connection (a broker's process died: the
-requests in flight to it fail with NETWORK_EXCEPTION within a round trip), and every
-`metadata.max.age.ms`. It asks one broker while that one answers, and the next (of the
-bootstrap list, then of the live brokers it learned of) after `request.timeout.ms` without an
-answer, or at once when its connection closes. A record whose partition has no known leader, or
-whose leader is backing off after a refused connection (`reconnect.backoff.ms`), waits until its
-own `request.timeout.ms` runs out. In a cluster without a controller the leaders are fixed
-(`leaders`) and never asked for.
+- Records are generated at `interval.ms` ticks (`records.per.interval` at a time, optionally in
+  bursts), each partitioned by the version's partitioner (`partitioner.py`) and appended to its
+  partition's batch (`accumulator.py`).
+- The sender drains every ready node into one Produce request carrying the first batch of each
+  partition it leads, with at most `max.in.flight.requests.per.connection` requests in flight
+  per broker. With a single request in flight a partition's next batch waits for the last
+  (`guaranteeMessageOrder`).
+- A failed batch is retried while its error is retriable, `retries` allows and its
+  `delivery.timeout.ms` has not passed (KIP-91); it waits `retry.backoff.ms` first. Without
+  idempotence a retry may write the records twice, and with more than one request in flight
+  may land after a later batch. A batch expires, in the queue or in flight, once
+  `delivery.timeout.ms` has passed since it was created.
+- With idempotence (`idempotence.py`) each batch carries the producer id, epoch and a
+  per-partition sequence; the broker deduplicates retries.
+- Metadata (`Metadata`, `NetworkClient`): the producer asks a broker for the topic's leaders at
+  start, again `retry.backoff.ms` later while a partition has none, after an error that means
+  stale metadata or a closed connection, and every `metadata.max.age.ms`. It asks one broker
+  while that one answers, and the next after `request.timeout.ms` without an answer, or at once
+  when its connection closes. In a cluster without a controller the leaders are fixed.
+- Connections: a request without an answer after `request.timeout.ms` closes its connection,
+  failing every request in flight on it with REQUEST_TIMED_OUT; a connection closed by a
+  crashed broker fails them at once with NETWORK_EXCEPTION, and so does an answer that overtakes
+  an earlier one (the network lost that one: a broken TCP stream, which Kafka detects as a
+  correlation id mismatch). A broker whose
+  connection failed is not tried again for `reconnect.backoff.ms`, doubling up to
+  `reconnect.backoff.max.ms`.
 
-Not yet modelled: retries and `delivery.timeout.ms`, idempotence (producer id,
-epoch, sequence deduplication), batching (`linger.ms`, `batch.size`) and `max.in.flight`.
+Each batch's life is logged: `batch_sent` (with the time it was created), `batch_retried` and
+one `produce_completed` with its outcome.
 """
 
 from __future__ import annotations
@@ -28,46 +41,42 @@ from typing import Any
 
 from actors.broker.config import broker_address
 from actors.core import Ctx, Inbound, Out
+from actors.producer.accumulator import ProducerBatch, RecordAccumulator
+from actors.producer.config import ProducerConfig
+from actors.producer.idempotence import Idempotence
+from actors.producer.partitioner import Partitioner, Partitioning
 from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
 from protocols.metadata import MetadataRequest, MetadataResponse
+from protocols.producer import InitProducerIdResponse
 from protocols.replication import ProducePartitionData, ProduceRequest, ProduceResponse
 
 __all__ = ["Producer", "ProducerConfig"]
-
-
-@dataclass(frozen=True, slots=True)
-class ProducerConfig:
-    name: str
-    topic: str
-    partitions: int
-    bootstrap: tuple[int, ...] = ()
-    """Broker ids to ask for metadata first (`bootstrap.servers`)."""
-    leaders: tuple[int, ...] = ()
-    """Fixed leaders by partition, for a cluster without a controller; empty: ask by Metadata."""
-    acks: int = -1
-    request_timeout_ms: int = 30000
-    records: int = 100
-    interval_ms: int = 100
-    start_ms: int = 0
-    retry_backoff_ms: int = 100
-    metadata_max_age_ms: int = 300_000
-
-
-@dataclass(slots=True)
-class _Record:
-    partition: int
-    sequence: int
-    value: str
-    broker: int = -1
-    """The broker it was last sent to."""
-
 
 RECONNECT_BACKOFF_MS = 50
 """`reconnect.backoff.ms`: how long a broker whose connection failed is not tried again."""
 RECONNECT_BACKOFF_MAX_MS = 1000
 """`reconnect.backoff.max.ms`: the cap of the doubling back-off (Kafka also adds 20% jitter,
 left out here)."""
+
+DELIVERY_TIMEOUT = "DELIVERY_TIMEOUT"
+"""The outcome of a batch that expired: the client's TimeoutException, not a broker error."""
+
+_RETRIABLE = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+    }
+)
+"""Errors whose exception is a `RetriableException`."""
 
 _REFRESH_ON = frozenset(
     {
@@ -76,21 +85,33 @@ _REFRESH_ON = frozenset(
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.REQUEST_TIMED_OUT,
         ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
     }
 )
+"""Errors after which the metadata is asked for again (`InvalidMetadataException`, and a
+closed connection)."""
+
+
+@dataclass(slots=True)
+class _Request:
+    broker: int
+    batches: list[ProducerBatch]
 
 
 @dataclass(slots=True)
 class ProducerState:
-    sent: int = 0
+    generated: int = 0
+    """Records handed to the producer so far."""
     acked: list[str] = field(default_factory=list)
     acked_offsets: list[tuple[int, int, str]] = field(default_factory=list)
     """(partition, offset, value) of each record acknowledged with its offset (acks 1 or all)."""
     failed: int = 0
-    in_flight: dict[int, _Record] = field(default_factory=dict)
-    """Correlation id -> the record sent."""
-    waiting: dict[int, _Record] = field(default_factory=dict)
-    """Sequence -> a record waiting for its partition's leader to be known and ready."""
+    """Records whose batch failed for good."""
+    requests: dict[int, _Request] = field(default_factory=dict)
+    """Correlation id -> a Produce request in flight."""
+    in_flight: dict[int, int] = field(default_factory=dict)
+    """Broker -> its requests in flight."""
     not_ready_until: dict[int, int] = field(default_factory=dict)
     """Broker -> when a connection to it may be tried again (`reconnect.backoff.ms`)."""
     reconnect_backoff_ms: dict[int, int] = field(default_factory=dict)
@@ -102,6 +123,11 @@ class ProducerState:
     """Which broker to ask: the same one while it answers (Java's least-loaded node prefers a
     connected one), the next after a timeout."""
     next_correlation_id: int = 0
+    produce_requests: int = 0
+    sender_wakeup_ms: int | None = None
+    """When the sender's timer is set to fire."""
+    next_tick_ms: int | None = None
+    """When the application next hands records to the producer."""
 
 
 class Producer:
@@ -110,42 +136,51 @@ class Producer:
         self.state = ProducerState()
         self.state.leaders = dict(enumerate(config.leaders))
         self.state.brokers = config.bootstrap
+        self.accumulator = RecordAccumulator(
+            config.batch_size, config.linger_ms, config.retry_backoff_ms, config.record_bytes
+        )
+        self.idempotence = Idempotence(epoch_bump=config.epoch_bump) if config.idempotence else None
+        self.partitioner: Partitioner | None = None
         self.now_ms = 0
         """The time of the handler running (set as each handler starts)."""
 
+    # ------------------------------------------------------------------ handlers
+
     def on_start(self, ctx: Ctx) -> Out:
         self.now_ms = ctx.now_ms
+        cfg = self.config
+        self.partitioner = Partitioner(cfg.partitioning, cfg.partitions, cfg.batch_size, ctx.rng)
         out = Out()
-        if self.config.records > 0:
-            out.set_timer("send", max(0, self.config.start_ms - ctx.now_ms))
-            if not self.config.leaders:
+        if cfg.records > 0:
+            self.state.next_tick_ms = max(cfg.start_ms, ctx.now_ms)
+            out.set_timer("generate", self.state.next_tick_ms - ctx.now_ms)
+            # The producer exists from the start; its records begin at `start.ms`. The sender
+            # asks for the metadata and, if idempotent, for a producer id at once.
+            if not cfg.leaders:
                 self._request_metadata(out)
+            if self.idempotence is not None:
+                self._init_producer_id(out)
         return out
 
     def on_timer(self, ctx: Ctx, key: str) -> Out:
         self.now_ms = ctx.now_ms
         out = Out()
         kind, _, arg = key.partition(":")
-        if kind == "send":
-            self._send_next(out)
-            if self.state.sent < self.config.records:
-                out.set_timer("send", self.config.interval_ms)
+        if kind == "generate":
+            self._generate(out)
+        elif kind == "sender":
+            self.state.sender_wakeup_ms = None
         elif kind == "timeout":
-            record = self.state.in_flight.pop(int(arg), None)
-            if record is not None:
-                self._completed(out, record, ErrorCode.REQUEST_TIMED_OUT, -1)
-        elif kind == "wait-timeout":
-            record = self.state.waiting.pop(int(arg), None)
-            if record is not None:
-                self._completed(out, record, ErrorCode.REQUEST_TIMED_OUT, -1)
-        elif kind == "reconnect":
-            self._send_waiting(out)
+            self._request_timed_out(out, int(arg))
         elif kind == "metadata":
             self._request_metadata(out)
         elif kind == "metadata-timeout" and self.state.metadata_in_flight == int(arg):
             self.state.metadata_in_flight = None
             self.state.metadata_target += 1  # that broker did not answer: ask the next one
             self._request_metadata(out)
+        elif kind == "init-timeout" and self.idempotence is not None:
+            self.idempotence.init_in_flight = None
+        self._run_sender(out)
         return out
 
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
@@ -153,56 +188,342 @@ class Producer:
         out = Out()
         match inbound.message:
             case ProduceResponse() as resp:
-                record = self.state.in_flight.pop(inbound.correlation_id, None)
-                if record is not None:  # else: it timed out already
-                    self.state.reconnect_backoff_ms.pop(record.broker, None)  # it is connected
-                    out.cancel_timer(f"timeout:{inbound.correlation_id}")
-                    answer = resp.partitions[0]
-                    self._completed(out, record, answer.error_code, answer.base_offset)
+                self._on_produce_response(out, inbound.correlation_id, resp)
             case MetadataResponse() as resp if inbound.correlation_id == self.state.metadata_in_flight:
                 self._on_metadata(out, resp)
+            case InitProducerIdResponse() as resp if self.idempotence is not None:
+                if inbound.correlation_id == self.idempotence.init_in_flight:
+                    out.cancel_timer(f"init-timeout:{inbound.correlation_id}")
+                    self.idempotence.on_init_response(resp)
             case Disconnected(peer) if peer.startswith("broker-"):
-                self._disconnected(out, int(peer.rsplit("-", 1)[1]))
+                self._disconnected(out, int(peer.rsplit("-", 1)[1]), ErrorCode.NETWORK_EXCEPTION)
+        self._run_sender(out)
         return out
 
-    def _disconnected(self, out: Out, broker: int) -> None:
-        """`NetworkClient.handleDisconnections`: the requests in flight to `broker` fail with
-        NETWORK_EXCEPTION at once, and metadata is asked for again (from another broker, if the
-        Metadata request was the one in flight there). The broker is not ready until a back-off
-        has passed (`reconnect.backoff.ms`, doubled after each failure up to
-        `reconnect.backoff.max.ms`); records for it wait meanwhile, as in the accumulator."""
+    def snapshot(self) -> dict[str, Any]:
+        s = self.state
+        return {
+            "sent": s.generated,
+            "acked": list(s.acked),
+            "acked_offsets": list(s.acked_offsets),
+            "failed": s.failed,
+            "in_flight": sum(len(r.batches) for r in s.requests.values()),
+            "queued": len(self.accumulator),
+            "produce_requests": s.produce_requests,
+            "leaders": dict(sorted(s.leaders.items())),
+            "producer_id": self.idempotence.producer_id if self.idempotence else -1,
+            "producer_epoch": self.idempotence.producer_epoch if self.idempotence else -1,
+        }
+
+    # ------------------------------------------------------------------ records
+
+    def _generate(self, out: Out) -> None:
+        """A tick of the application: hand `records.per.interval` records to `send()`."""
+        cfg, state = self.config, self.state
+        for _ in range(min(cfg.records_per_interval, cfg.records - state.generated)):
+            self._append(state.generated)
+            state.generated += 1
+        state.next_tick_ms = None
+        if state.generated < cfg.records:
+            wait = self._next_tick_after(self.now_ms)
+            state.next_tick_ms = self.now_ms + wait
+            out.set_timer("generate", wait)
+
+    def _next_tick_after(self, now_ms: int) -> int:
+        """The wait for the next tick: `interval.ms`, skipping the pauses between bursts."""
+        cfg = self.config
+        if not (cfg.burst_ms and cfg.pause_ms):
+            return cfg.interval_ms
+        cycle = cfg.burst_ms + cfg.pause_ms
+        at = now_ms + cfg.interval_ms
+        into = (at - cfg.start_ms) % cycle
+        return cfg.interval_ms + (cycle - into if into >= cfg.burst_ms else 0)
+
+    def _append(self, number: int) -> None:
+        """`KafkaProducer.doSend`: partition the record and add it to its batch."""
+        cfg, partitioner = self.config, self.partitioner
+        assert partitioner is not None
+        available = self._available_partitions()
+        if partitioner.kind is Partitioning.UNIFORM_STICKY and partitioner.sticky is None:
+            partitioner.queue_sizes = self.accumulator.queue_sizes(available)
+        key = cfg.key_of(number)
+        partition = partitioner.partition(key, available)
+        sticky = key is None and partitioner.kind is Partitioning.STICKY
+        batch = self.accumulator.append(partition, number, self.now_ms, abort_on_new_batch=sticky)
+        if batch is None:  # KIP-480: a new batch is needed, so the sticky partition moves on
+            partition = partitioner.on_new_batch(partition, available)
+            batch = self.accumulator.append(partition, number, self.now_ms, abort_on_new_batch=False)
+            assert batch is not None
+        partitioner.appended(partition, self.accumulator.record_size, new_batch=batch.count == 1)
+
+    def _available_partitions(self) -> list[int]:
+        leaders = self.state.leaders
+        return [p for p in range(self.config.partitions) if leaders.get(p, -1) >= 0]
+
+    # ------------------------------------------------------------------ the sender
+
+    def _run_sender(self, out: Out) -> None:
+        """`Sender.runOnce`: expire, find ready nodes, drain them into requests, and set the
+        timer for the next time something may become sendable."""
+        cfg, state, acc = self.config, self.state, self.accumulator
+        now = self.now_ms
+        if self.idempotence is not None and not self.idempotence.ready_to_send():
+            self._init_producer_id(out)  # a first producer id, or a new one before KIP-360
+        self._expire(out)
+        if not acc.queues:
+            return
+        ready = acc.ready(now, self._leader_of)
+        if ready.unknown_leader:
+            self._request_metadata(out)
+        wakeups = [now + ready.next_check_ms] if ready.next_check_ms is not None else []
+        sent = True
+        while sent and acc.queues:  # a ready node loops at once (poll timeout 0)
+            sent = False
+            by_leader: dict[int, list[int]] = {}
+            for partition in sorted(acc.queues):
+                by_leader.setdefault(self._leader_of(partition), []).append(partition)
+            for node in ready.nodes:
+                if not self._ready(node):
+                    wakeups.append(state.not_ready_until[node])
+                    continue
+                if state.in_flight.get(node, 0) >= cfg.max_in_flight:
+                    continue  # a response will wake the sender
+                batches = acc.drain(node, by_leader.get(node, []), cfg.max_request_size, now, self._may_send)
+                if batches:
+                    self._send_produce(out, node, batches)
+                    sent = True
+            if sent and acc.queues:
+                ready = acc.ready(now, self._leader_of)
+        expiry = acc.next_expiry(cfg.delivery_timeout_ms, cfg.request_timeout_ms)
+        if expiry is not None:
+            wakeups.append(expiry)
+        if wakeups:
+            self._wake_at(out, min(wakeups))
+
+    def _wake_at(self, out: Out, at_ms: int) -> None:
+        """Set the sender's timer unless an earlier one is set (an early wake-up is harmless),
+        or the application's next tick comes first: the sender runs after every tick, once
+        the tick's records are in the accumulator."""
         state = self.state
-        lost = [cid for cid in sorted(state.in_flight) if state.in_flight[cid].broker == broker]
+        at_ms = max(at_ms, self.now_ms)
+        if state.next_tick_ms is not None and state.next_tick_ms <= at_ms:
+            return
+        if state.sender_wakeup_ms is None or at_ms < state.sender_wakeup_ms or state.sender_wakeup_ms < self.now_ms:
+            state.sender_wakeup_ms = at_ms
+            out.set_timer("sender", at_ms - self.now_ms)
+
+    def _leader_of(self, partition: int) -> int:
+        return self.state.leaders.get(partition, -1)
+
+    def _may_send(self, batch: ProducerBatch) -> bool:
+        """May this partition's first batch be drained now? With one request in flight per
+        connection, a partition waits for its batch in flight (`guaranteeMessageOrder` mutes
+        it); with idempotence, the sequence rules decide (`shouldStopDrainBatchesForPartition`)."""
+        if self.config.max_in_flight == 1 and self._partition_in_flight(batch.partition):
+            return False
+        if self.idempotence is not None:
+            return self.idempotence.may_send(batch)
+        return True
+
+    def _partition_in_flight(self, partition: int) -> bool:
+        return any(b.partition == partition for r in self.state.requests.values() for b in r.batches)
+
+    def _send_produce(self, out: Out, broker: int, batches: list[ProducerBatch]) -> None:
+        """`Sender.sendProduceRequest`: one request to `broker` with its drained batches."""
+        cfg, state = self.config, self.state
+        correlation_id = self._next_correlation_id()
+        parts = []
+        for batch in batches:
+            if self.idempotence is not None:
+                self.idempotence.assign(batch)
+            batch.broker = broker
+            batch.correlation_id = correlation_id
+            parts.append(
+                ProducePartitionData(
+                    cfg.topic,
+                    batch.partition,
+                    tuple(cfg.value_of(n) for n in batch.numbers),
+                    batch.producer_id,
+                    batch.producer_epoch,
+                    batch.base_sequence,
+                    batch.size_bytes,
+                )
+            )
+            out.emit(
+                "batch_sent",
+                topic=cfg.topic,
+                partition=batch.partition,
+                producer=cfg.name,
+                batch=batch.id,
+                records=list(batch.numbers),
+                created_ms=batch.created_ms,
+                attempt=batch.attempts + 1,
+                broker_id=broker,
+                producer_id=batch.producer_id,
+                producer_epoch=batch.producer_epoch,
+                base_sequence=batch.base_sequence,
+            )
+        out.send(broker_address(broker), ProduceRequest(cfg.acks, cfg.request_timeout_ms, tuple(parts)), correlation_id)
+        state.produce_requests += 1
+        if cfg.acks == 0:
+            for batch in batches:
+                self._complete(out, batch, ErrorCode.NONE, -1)  # nothing will answer
+            return
+        state.requests[correlation_id] = _Request(broker, batches)
+        state.in_flight[broker] = state.in_flight.get(broker, 0) + 1
+        out.set_timer(f"timeout:{correlation_id}", cfg.request_timeout_ms)
+
+    def _on_produce_response(self, out: Out, correlation_id: int, resp: ProduceResponse) -> None:
+        state = self.state
+        request = state.requests.get(correlation_id)
+        if request is None:
+            return  # it timed out, or its connection closed, already
+        oldest = min(cid for cid, r in state.requests.items() if r.broker == request.broker)
+        if correlation_id != oldest:
+            # Answers come back in order on a connection: one missing means the stream broke
+            # (`NetworkClient.correlate` fails), so the connection is closed.
+            self._disconnected(out, request.broker, ErrorCode.NETWORK_EXCEPTION, force=True)
+            return
+        self._finish_request(out, correlation_id)
+        self.state.reconnect_backoff_ms.pop(request.broker, None)  # it is connected
+        answers = {a.partition: a for a in resp.partitions}
+        for batch in request.batches:
+            answer = answers.get(batch.partition)
+            if answer is None:
+                self._handle_error(out, batch, ErrorCode.UNKNOWN_SERVER_ERROR)
+            elif answer.error_code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
+                self._complete(out, batch, ErrorCode.NONE, answer.base_offset)
+            else:
+                self._handle_error(out, batch, answer.error_code)
+
+    def _finish_request(self, out: Out, correlation_id: int) -> _Request | None:
+        state = self.state
+        request = state.requests.pop(correlation_id, None)
+        if request is None:
+            return None
+        out.cancel_timer(f"timeout:{correlation_id}")
+        state.in_flight[request.broker] -= 1
+        for batch in request.batches:
+            batch.correlation_id = -1
+        return request
+
+    def _handle_error(self, out: Out, batch: ProducerBatch, error: ErrorCode) -> None:
+        """`Sender.completeBatch` for an error: retry or fail; refresh metadata if stale."""
+        if batch.done:
+            return  # it expired while in flight
+        cfg = self.config
+        if error in _REFRESH_ON:
+            self._request_metadata(out)
+        if self.idempotence is not None:
+            retriable = self.idempotence.can_retry(batch, error, error in _RETRIABLE)
+        else:
+            retriable = error in _RETRIABLE
+        if retriable and batch.attempts < cfg.retries and not batch.expired(self.now_ms, cfg.delivery_timeout_ms):
+            out.emit(
+                "batch_retried",
+                topic=cfg.topic,
+                partition=batch.partition,
+                producer=cfg.name,
+                batch=batch.id,
+                error=error.name,
+                attempt=batch.attempts + 1,
+            )
+            self.accumulator.reenqueue(batch, self.now_ms, in_sequence_order=self.idempotence is not None)
+            return
+        self._fail(out, batch, error.name)
+
+    def _expire(self, out: Out) -> None:
+        """Batches past `delivery.timeout.ms`: queued ones (`expiredBatches`) and, from 2.1,
+        those in flight (`getExpiredInflightBatches`), whose late answer is then ignored."""
+        cfg = self.config
+        for batch in self.accumulator.expired(self.now_ms, cfg.delivery_timeout_ms, cfg.request_timeout_ms):
+            self._fail(out, batch, DELIVERY_TIMEOUT)
+        if cfg.delivery_timeout_ms is None:
+            return
+        for correlation_id in sorted(self.state.requests):
+            for batch in self.state.requests[correlation_id].batches:
+                if not batch.done and batch.expired(self.now_ms, cfg.delivery_timeout_ms):
+                    self._fail(out, batch, DELIVERY_TIMEOUT)
+
+    def _complete(self, out: Out, batch: ProducerBatch, error: ErrorCode, base_offset: int) -> None:
+        """The batch succeeded."""
+        if batch.done:
+            return
+        cfg, state = self.config, self.state
+        if self.idempotence is not None:
+            self.idempotence.acked(batch)
+        if cfg.acks != 0:
+            for i, number in enumerate(batch.numbers):
+                value = cfg.value_of(number)
+                state.acked.append(value)
+                state.acked_offsets.append((batch.partition, base_offset + i, value))
+        self._completed(out, batch, error.name, base_offset)
+
+    def _fail(self, out: Out, batch: ProducerBatch, error: str) -> None:
+        if batch.done:
+            return
+        if self.idempotence is not None:
+            self.idempotence.failed(batch, error)
+        self.state.failed += batch.count
+        self._completed(out, batch, error, -1)
+
+    def _completed(self, out: Out, batch: ProducerBatch, error: str, base_offset: int) -> None:
+        batch.done = True
+        cfg = self.config
+        out.emit(
+            "produce_completed",
+            topic=cfg.topic,
+            partition=batch.partition,
+            producer=cfg.name,
+            batch=batch.id,
+            records=list(batch.numbers),
+            base_sequence=batch.base_sequence,
+            base_offset=base_offset,
+            error=error,
+            attempt=batch.attempts + 1,
+            acks=cfg.acks,
+        )
+
+    # ------------------------------------------------------------------ connections
+
+    def _request_timed_out(self, out: Out, correlation_id: int) -> None:
+        """`NetworkClient.handleTimedOutRequests`: the request's connection is closed, and
+        every request in flight on it fails as timed out (`ClientResponse.wasTimedOut`)."""
+        request = self.state.requests.get(correlation_id)
+        if request is not None:
+            self._disconnected(out, request.broker, ErrorCode.REQUEST_TIMED_OUT, force=True)
+
+    def _disconnected(self, out: Out, broker: int, error: ErrorCode, *, force: bool = False) -> None:
+        """`NetworkClient.handleDisconnections`: the requests in flight to `broker` fail with
+        `error` at once, and metadata is asked for again (from another broker, if the Metadata
+        request was the one in flight there). The broker is not ready until a back-off has
+        passed (`reconnect.backoff.ms`, doubled after each failure up to
+        `reconnect.backoff.max.ms`); records for it wait meanwhile in the accumulator."""
+        state = self.state
+        lost = [cid for cid in sorted(state.requests) if state.requests[cid].broker == broker]
         asked = state.brokers[state.metadata_target % len(state.brokers)] if state.brokers else -1
         metadata_lost = state.metadata_in_flight is not None and asked == broker
-        if not lost and not metadata_lost and not self._ready(broker):
+        if not (force or lost or metadata_lost or self._ready(broker)):
             return  # another refused envelope of the same attempt: the connection failed once
         previous = state.reconnect_backoff_ms.get(broker, RECONNECT_BACKOFF_MS // 2)
         backoff = min(2 * previous, RECONNECT_BACKOFF_MAX_MS)
         state.reconnect_backoff_ms[broker] = backoff
         state.not_ready_until[broker] = self.now_ms + backoff
-        out.set_timer(f"reconnect:{broker}", backoff)
         for correlation_id in lost:
-            record = state.in_flight.pop(correlation_id)
-            out.cancel_timer(f"timeout:{correlation_id}")
-            self._completed(out, record, ErrorCode.NETWORK_EXCEPTION, -1)
+            request = self._finish_request(out, correlation_id)
+            assert request is not None
+            for batch in request.batches:
+                self._handle_error(out, batch, error)
         if metadata_lost:
             out.cancel_timer(f"metadata-timeout:{state.metadata_in_flight}")
             state.metadata_in_flight = None
             state.metadata_target += 1
-            self._request_metadata(out)
+        self._request_metadata(out)
+        self._wake_at(out, self.now_ms + backoff)
 
-    def snapshot(self) -> dict[str, Any]:
-        s = self.state
-        return {
-            "sent": s.sent,
-            "acked": list(s.acked),
-            "acked_offsets": list(s.acked_offsets),
-            "failed": s.failed,
-            "in_flight": len(s.in_flight),
-            "waiting": len(s.waiting),
-            "leaders": dict(sorted(s.leaders.items())),
-        }
+    def _ready(self, broker: int) -> bool:
+        """A connection to `broker` may be tried (it is not backing off after a failure)."""
+        return self.state.not_ready_until.get(broker, 0) <= self.now_ms
 
     # ------------------------------------------------------------------ metadata
 
@@ -210,15 +531,20 @@ class Producer:
         state = self.state
         if state.metadata_in_flight is not None or self.config.leaders or not state.brokers:
             return
-        count = len(state.brokers)
-        # `leastLoadedNode` never picks a node backing off after a failed connection.
-        candidates = (state.brokers[(state.metadata_target + k) % count] for k in range(count))
-        state.metadata_target += next((k for k, b in enumerate(candidates) if self._ready(b)), 0)
-        broker = state.brokers[state.metadata_target % count]
+        broker = self._least_loaded_broker()
         correlation_id = self._next_correlation_id()
         state.metadata_in_flight = correlation_id
         out.send(broker_address(broker), MetadataRequest((self.config.topic,)), correlation_id)
         out.set_timer(f"metadata-timeout:{correlation_id}", self.config.request_timeout_ms)
+
+    def _least_loaded_broker(self) -> int:
+        """`leastLoadedNode`, simplified: the broker last asked while it answers, never one
+        backing off after a failed connection."""
+        state = self.state
+        count = len(state.brokers)
+        candidates = (state.brokers[(state.metadata_target + k) % count] for k in range(count))
+        state.metadata_target += next((k for k, b in enumerate(candidates) if self._ready(b)), 0)
+        return state.brokers[state.metadata_target % count]
 
     def _on_metadata(self, out: Out, resp: MetadataResponse) -> None:
         state = self.state
@@ -229,78 +555,22 @@ class Producer:
         for p in resp.partitions:
             if p.partition >= 0:
                 state.leaders[p.partition] = p.leader
-        self._send_waiting(out)
         leaderless = any(state.leaders.get(p, -1) < 0 for p in range(self.config.partitions))
         out.set_timer("metadata", self.config.retry_backoff_ms if leaderless else self.config.metadata_max_age_ms)
 
-    # ------------------------------------------------------------------ produce
+    def _init_producer_id(self, out: Out) -> None:
+        """Ask any broker for a producer id (or, KIP-360, to bump the epoch of ours)."""
+        idem = self.idempotence
+        assert idem is not None
+        if idem.init_in_flight is not None or not self.state.brokers:
+            return
+        broker = self._least_loaded_broker()
+        correlation_id = self._next_correlation_id()
+        idem.init_in_flight = correlation_id
+        out.send(broker_address(broker), idem.init_request(), correlation_id)
+        out.set_timer(f"init-timeout:{correlation_id}", self.config.request_timeout_ms)
 
     def _next_correlation_id(self) -> int:
         self.state.next_correlation_id += 1
         return self.state.next_correlation_id
 
-    def _ready(self, broker: int) -> bool:
-        """A connection to `broker` may be tried (it is not backing off after a failure)."""
-        return self.state.not_ready_until.get(broker, 0) <= self.now_ms
-
-    def _partition_ready(self, partition: int) -> bool:
-        """Its leader is known and ready."""
-        leader = self.state.leaders.get(partition, -1)
-        return leader >= 0 and self._ready(leader)
-
-    def _send_waiting(self, out: Out) -> None:
-        """Send every waiting record whose leader is known and ready, in sequence order."""
-        state = self.state
-        for sequence in sorted(state.waiting):
-            record = state.waiting[sequence]
-            if self._partition_ready(record.partition):
-                del state.waiting[sequence]
-                out.cancel_timer(f"wait-timeout:{sequence}")
-                self._send(out, record)
-
-    def _send_next(self, out: Out) -> None:
-        cfg, state = self.config, self.state
-        sequence = state.sent
-        state.sent += 1
-        record = _Record(sequence % cfg.partitions, sequence, f"{cfg.name}:{sequence}")
-        if not self._partition_ready(record.partition):
-            state.waiting[sequence] = record
-            out.set_timer(f"wait-timeout:{sequence}", cfg.request_timeout_ms)
-            if state.leaders.get(record.partition, -1) < 0:
-                self._request_metadata(out)
-            return
-        self._send(out, record)
-
-    def _send(self, out: Out, record: _Record) -> None:
-        cfg = self.config
-        request = ProduceRequest(
-            cfg.acks, cfg.request_timeout_ms, (ProducePartitionData(cfg.topic, record.partition, (record.value,)),)
-        )
-        correlation_id = self._next_correlation_id()
-        record.broker = self.state.leaders[record.partition]
-        out.send(broker_address(record.broker), request, correlation_id)
-        if cfg.acks == 0:
-            self._completed(out, record, ErrorCode.NONE, -1)  # nothing will answer
-            return
-        self.state.in_flight[correlation_id] = record
-        out.set_timer(f"timeout:{correlation_id}", cfg.request_timeout_ms)
-
-    def _completed(self, out: Out, record: _Record, error: ErrorCode, base_offset: int) -> None:
-        if error is ErrorCode.NONE and self.config.acks != 0:
-            self.state.acked.append(record.value)
-            self.state.acked_offsets.append((record.partition, base_offset, record.value))
-        elif error is not ErrorCode.NONE:
-            self.state.failed += 1
-            if error in _REFRESH_ON:
-                self._request_metadata(out)
-        out.emit(
-            "produce_completed",
-            topic=self.config.topic,
-            partition=record.partition,
-            producer=self.config.name,
-            first_sequence=record.sequence,
-            last_sequence=record.sequence,
-            base_offset=base_offset,
-            error=error.name,
-            acks=self.config.acks,
-        )
