@@ -17,13 +17,13 @@ Expected output (01_controller_failover.out), and why each number is right.
   and wins the election multi
   (`/controller_epoch` 0 -> 1): controller epoch 1. The topic's two partitions get their first
   leaders from the assignment ([1, 2, 3] and [2, 3, 1]): leaders 1 and 2, epoch 0.
-- The last request ZooKeeper heard from broker 3's session arrived at 60 ms (its failover's
+- The last request ZooKeeper heard from broker 3's session arrived at 68 ms (its failover's
   reads); its next ping, a third of the 18000 ms session timeout after the session opened, falls
-  inside the pause. So the session expires at 60 + 18000 = 18060 ms, deleting its ephemerals;
-  the watch on `/controller` fires, and broker 1 wins epoch 2 twelve milliseconds later (the
+  inside the pause. So the session expires at 68 + 18000 = 18068 ms, deleting its ephemerals;
+  the watch on `/controller` fires, and broker 1 wins epoch 2 eighteen milliseconds later (the
   watch, a read of `/controller_epoch` and the multi, each a round trip of 2 to 8 ms).
 - The pause ends at 5000 + 25000 = 30000 ms; broker 3's first request is answered
-  SESSIONEXPIRED, so it resigns epoch 1 at 30005, opens a new session and registers again: a
+  SESSIONEXPIRED, so it resigns epoch 1 at 30006, opens a new session and registers again: a
   new czxid, broker epoch 18.
 - 300 records at one per 100 ms from 1000 ms are all sent by 30900, within the 40 s run.
   Broker 3 leads neither partition, and with min.insync.replicas 1 its pause only shrinks the

@@ -25,6 +25,7 @@ from actors.controller.behavior import Controller, ControllerConfig
 from actors.controller.kafka_controller import ControllerSettings
 from actors.core import Address
 from actors.producer.behavior import Producer, ProducerConfig
+from actors.producer.partitioner import Partitioning
 from actors.workload import GossipActor, GossipConfig
 from actors.zookeeper.behavior import ZooKeeper
 from protocols.replication import LeaderAndIsrPartition
@@ -188,29 +189,31 @@ class Cluster:
         acked = [value for p in producers for value in p["acked"]]
         replicas = self._replica_logs()
         present: list[str] = []
-        duplicates = 0
+        duplicated: list[dict[str, Any]] = []
         diverged = []
         final: dict[str, dict[int, str]] = {}
         for tp in sorted(replicas):
             authority = _authoritative(replicas[tp])
             final[tp] = {offset: value for offset, _, value in authority}
-            values = [value for _, _, value in authority]
-            present += values
-            duplicates += len(values) - len(set(values))
+            present += [value for _, _, value in authority]
+            duplicated += written_twice(tp, authority)
             logs = {b: (r["log"], r["high_watermark"]) for b, r in replicas[tp].items()}
             diverged += [{"partition": tp, **d} for d in diverged_replicas(logs)]
+        lost = lost_acknowledged(acked, present)
         return {
             "produced": sum(p["sent"] for p in producers),
             "acked": len(acked),
-            "lost_acked": len(lost_acknowledged(acked, present)),
+            "lost_acked": len(lost),
             "reused_offsets": sum(
                 1
                 for p, spec in zip(producers, self.scenario.producers, strict=True)
                 for partition, offset, value in p["acked_offsets"]
                 if final.get(f"{spec['topic']}-{partition}", {}).get(offset, value) != value
             ),
-            "log_duplicates": duplicates,
+            "log_duplicates": sum(len(d["offsets"]) - 1 for d in duplicated),
             "diverged_replicas": diverged,
+            "lost_records": lost,
+            "duplicated_records": duplicated,
         }
 
     def _replica_logs(self) -> dict[str, dict[int, dict[str, Any]]]:
@@ -300,6 +303,7 @@ def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = 
             )
             actors.append(ActorSpec(CONTROLLER_ACTOR, lambda c=candidate: Controller(c)))
         specs.append(NodeSpec(f"broker-{b}", tuple(actors)))
+    version = scenario.profile.version
     for i, p in enumerate(scenario.producers):
         assignment = assignments[p["topic"]]
         config = ProducerConfig(
@@ -310,11 +314,27 @@ def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = 
             leaders=() if zookeeper_mode else tuple(replicas[0] for replicas in assignment),
             acks=p["acks"],
             request_timeout_ms=p["request.timeout.ms"],
+            linger_ms=p["linger.ms"],
+            batch_size=p["batch.size"],
+            max_request_size=p["max.request.size"],
+            max_in_flight=p["max.in.flight.requests.per.connection"],
+            retries=p["retries"],
+            retry_backoff_ms=p["retry.backoff.ms"],
+            delivery_timeout_ms=p["delivery.timeout.ms"] if version >= (2, 1, 0) else None,
+            idempotence=p["enable.idempotence"],
+            epoch_bump=version >= (2, 5, 0),
+            partitioning=(
+                Partitioning.ROUND_ROBIN if p["partitioner"] == "round_robin" else Partitioning.default_for(version)
+            ),
+            metadata_max_age_ms=p["metadata.max.age.ms"],
             records=p["records"],
             interval_ms=p["interval.ms"],
+            records_per_interval=p["records.per.interval"],
             start_ms=p["start.ms"],
-            retry_backoff_ms=p["retry.backoff.ms"],
-            metadata_max_age_ms=p["metadata.max.age.ms"],
+            burst_ms=p["burst.ms"],
+            pause_ms=p["pause.ms"],
+            keys=p["keys"],
+            record_bytes=p["record.bytes"],
         )
         specs.append(NodeSpec(config.name, (ActorSpec("producer", lambda c=config: Producer(c)),)))
     return specs
@@ -356,6 +376,19 @@ def _workload_nodes(scenario: Scenario) -> list[NodeSpec]:
             tuple(ActorSpec(a.actor, factory(a)) for a in addresses if a.node == f"node-{n}"),
         )
         for n in range(w["nodes"])
+    ]
+
+
+def written_twice(tp: str, log: list[tuple[int, int, str]]) -> list[dict[str, Any]]:
+    """The records a log holds more than once: partition, value (`producer:number`) and every
+    offset it is at."""
+    offsets: dict[str, list[int]] = {}
+    for offset, _, value in log:
+        offsets.setdefault(value, []).append(offset)
+    return [
+        {"partition": tp, "value": value, "offsets": at}
+        for value, at in sorted(offsets.items(), key=lambda item: item[1][0])
+        if len(at) > 1
     ]
 
 

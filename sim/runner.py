@@ -129,6 +129,8 @@ def build_summary(scenario: Scenario, kernel: Kernel, wall_s: float) -> dict[str
         "rebalances": 0,
         "invariant_violations": list(kernel.invariant_violations),
         "diverged_replicas": [],
+        "lost_records": [],
+        "duplicated_records": [],
         "rejected_frames": kernel.rejected_frames,
         "interrupted": False,
         "failure": None,

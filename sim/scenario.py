@@ -166,12 +166,33 @@ PRODUCER_SETTINGS = (
     _s("topic", str, required=True),
     _s("acks", "acks", None, profile_default="acks", doc="0, 1, all or -1"),
     _s("request.timeout.ms", int, 30000, low=1),
-    _s("records", int, 100, low=0),
-    _s("interval.ms", int, 100, low=1),
-    _s("start.ms", int, 0, low=0),
-    _s("retry.backoff.ms", int, 100, low=0, doc="wait before asking again for a missing leader"),
+    _s("linger.ms", int, 0, low=0, doc="how long a batch waits for more records"),
+    _s("batch.size", int, 16384, low=0, doc="bytes; a batch always takes its first record"),
+    _s("max.request.size", int, 1048576, low=1),
+    _s("max.in.flight.requests.per.connection", int, 5, low=1),
+    _s("retries", int, None, low=0, high=2**31 - 1, profile_default="retries"),
+    _s("retry.backoff.ms", int, 100, low=0, doc="wait before a retry, or before asking again for a missing leader"),
+    _s(
+        "delivery.timeout.ms",
+        int,
+        None,
+        low=1,
+        doc="2.1+ (KIP-91); unset: 120000, raised to linger.ms + request.timeout.ms if below",
+    ),
+    _s("enable.idempotence", bool, None, doc="unset: the version's default, dropped if the settings conflict"),
+    _s("partitioner", str, "default", choices=("default", "round_robin")),
     _s("metadata.max.age.ms", int, 300000, low=1, doc="refresh the leaders at least this often"),
+    _s("records", int, 100, low=0, doc="records generated in all"),
+    _s("interval.ms", int, 100, low=1, doc="a tick every interval.ms"),
+    _s("records.per.interval", int, 1, low=1, high=1_000_000, doc="records generated at each tick"),
+    _s("start.ms", int, 0, low=0),
+    _s("burst.ms", int, 0, low=0, doc="with pause.ms: generate for burst.ms, then pause"),
+    _s("pause.ms", int, 0, low=0),
+    _s("keys", int, 0, low=0, doc="distinct keys (record n has key-{n % keys}); 0: no keys"),
+    _s("record.bytes", int, 100, low=0, doc="a record's key and value size"),
 )
+DELIVERY_TIMEOUT_DEFAULT_MS = 120000
+MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
 ARRAYS: dict[str, Any] = {
     "faults": FAULT_SETTINGS,
     "topics": TOPIC_SETTINGS,
@@ -352,6 +373,8 @@ def _resolve(raw: dict[str, Any], source: str) -> Scenario:
     except ValueError as exc:
         msg = f"{source}: [kafka] version: {exc}"
         raise ScenarioError(msg) from None
+    for i, producer in enumerate(arrays["producers"]):
+        _resolve_producer(producer, profile, f"{source}: [[producers]] #{i + 1}")
     _fill_profile_defaults(sections, arrays, profile)
     scenario = Scenario(
         source,
@@ -376,6 +399,47 @@ def _fill_profile_defaults(
             if setting.profile_default is not None and table.get(setting.key) is None:
                 value = profile.defaults[setting.profile_default]
                 table[setting.key] = _ACKS[value] if setting.kind == "acks" else value
+
+
+def _resolve_producer(producer: dict[str, Any], profile: Profile, where: str) -> None:
+    """Kafka's producer checks that involve several settings, and whether each was set
+    (`postProcessAndValidateIdempotenceConfigs`, `configureDeliveryTimeout`): a conflict with
+    an explicit `enable.idempotence = true` or `delivery.timeout.ms` is an error; a default
+    that conflicts is adjusted, as Kafka does."""
+    def value(key: str) -> Any:
+        given = producer[key]
+        if given is not None:
+            return given
+        default = profile.defaults[key]
+        return _ACKS[default] if key == "acks" else default
+
+    linger, request_timeout = producer["linger.ms"], producer["request.timeout.ms"]
+    delivery = producer["delivery.timeout.ms"]
+    if delivery is not None and delivery < linger + request_timeout:
+        msg = (
+            f"{where}: delivery.timeout.ms ({delivery}) must be at least linger.ms + "
+            f"request.timeout.ms ({linger} + {request_timeout})"
+        )
+        raise ScenarioError(msg)
+    if delivery is None:
+        producer["delivery.timeout.ms"] = max(DELIVERY_TIMEOUT_DEFAULT_MS, linger + request_timeout)
+    explicit = producer["enable.idempotence"] is not None
+    idempotence = value("enable.idempotence")
+    conflicts = []
+    if value("acks") != -1:
+        conflicts.append(f"acks = all (got {value('acks')})")
+    if value("retries") == 0:
+        conflicts.append("retries > 0 (got 0)")
+    if producer["max.in.flight.requests.per.connection"] > MAX_IN_FLIGHT_FOR_IDEMPOTENCE:
+        got = producer["max.in.flight.requests.per.connection"]
+        conflicts.append(f"max.in.flight.requests.per.connection <= 5 (got {got})")
+    if explicit and idempotence and profile.version < (0, 11, 0):
+        msg = f"{where}: enable.idempotence = true needs Kafka 0.11 or later (the version is {profile.name})"
+        raise ScenarioError(msg)
+    if explicit and idempotence and conflicts:
+        msg = f"{where}: enable.idempotence = true requires {conflicts[0]}"
+        raise ScenarioError(msg)
+    producer["enable.idempotence"] = bool(idempotence) and not conflicts
 
 
 def _check_table(table: dict[str, Any], settings: tuple[Setting, ...], where: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import structlog
 
 __all__ = ["LOG_SCHEMA_VERSION", "ActorLog", "LogLine", "TraceContext"]
 
-LOG_SCHEMA_VERSION = 1
+LOG_SCHEMA_VERSION = 2
 """Bumped whenever an event or a field in docs/log-schema.md changes meaning or disappears."""
 
 REQUIRED_FIELDS = ("ts_ms", "run_id", "seed", "node", "actor", "event")

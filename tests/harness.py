@@ -12,6 +12,7 @@ from typing import Any
 from actors.broker.behavior import Broker
 from actors.broker.config import BROKER_ACTOR, BrokerConfig
 from actors.core import Address, Ctx, Inbound, Out
+from actors.producer.behavior import Producer, ProducerConfig
 from protocols.errors import ErrorCode
 from protocols.replication import (
     AlterPartitionRequest,
@@ -115,9 +116,11 @@ def build(
     with_controller: bool = True,
     host: HostKind = HostKind.DIRECT,
     fail_on_violation: bool = True,
+    producers: tuple[ProducerConfig, ...] = (),
     **settings: Any,
 ) -> Kernel:
-    """Brokers `broker-N` (latency exactly 1 ms, so times are exact) and the script."""
+    """Brokers `broker-N` (latency exactly 1 ms, so times are exact), the script, and real
+    producers (`producer-N`, with fixed leaders) if given."""
     kernel = Kernel(seed=1, run_id="scenario", network=NetworkConfig(1, 1), host=host)
     kernel.observe(Invariants())  # every scenario runs with the invariants checked after each event
     kernel.fail_on_violation = fail_on_violation
@@ -131,6 +134,8 @@ def build(
             NodeSpec(f"broker-{b}", (ActorSpec(BROKER_ACTOR, lambda c=config: Broker(c)),)),
             disk=(disks or {}).get(b),
         )
+    for config in producers:
+        kernel.add_node(NodeSpec(config.name, (ActorSpec("producer", lambda c=config: Producer(c)),)))
     return kernel
 
 

@@ -33,8 +33,12 @@ _LONG = (
     "high_watermark",
     "base_offset",
     "count",
-    "first_sequence",
-    "last_sequence",
+    "batch",
+    "attempt",
+    "created_ms",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
     "acks",
     "partition_epoch",
     "from_offset",
@@ -64,5 +68,9 @@ EVENT_SCHEMA = StructType(
     [StructField(name, LongType()) for name in _LONG[:2]]
     + [StructField(name, StringType()) for name in _STRING]
     + [StructField(name, LongType()) for name in _LONG[2:]]
-    + [StructField("one_way", BooleanType()), StructField("isr", ArrayType(LongType()))]
+    + [
+        StructField("one_way", BooleanType()),
+        StructField("isr", ArrayType(LongType())),
+        StructField("records", ArrayType(LongType())),
+    ]
 )

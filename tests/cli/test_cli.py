@@ -108,6 +108,21 @@ def test_run_writes_the_run_directory_and_prints_the_summary_as_json(tmp_path: P
             ["run", "s.toml"],
             "kafkasim: s.toml: [[producers]] #1: acks: 5 is not one of 0, 1, all, -1",
         ),
+        (
+            {"s.toml": "[cluster]\nbrokers = 1\n[[topics]]\nname = \"T\"\n[[producers]]\ntopic = \"T\"\nacks = 1\n\"enable.idempotence\" = true\n"},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [[producers]] #1: enable.idempotence = true requires acks = all (got 1)",
+        ),
+        (
+            {"s.toml": "[cluster]\nbrokers = 1\n[[topics]]\nname = \"T\"\n[[producers]]\ntopic = \"T\"\n\"linger.ms\" = -5\n"},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [[producers]] #1: linger.ms: must be at least 0, got -5",
+        ),
+        (
+            {"s.toml": "[cluster]\nbrokers = 1\n[[topics]]\nname = \"T\"\n[[producers]]\ntopic = \"T\"\n\"delivery.timeout.ms\" = 1000\n"},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [[producers]] #1: delivery.timeout.ms (1000) must be at least linger.ms + request.timeout.ms (0 + 30000)",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2_no_traceback(

@@ -62,8 +62,11 @@ partitions = 2
 [[producers]]
 topic = "T"
 acks = "{acks}"
+"enable.idempotence" = {idempotence}{retries}
 records = 120
 "interval.ms" = 100
+partitioner = "round_robin"
+"request.timeout.ms" = 3000
 """
 BROKERS = ("broker-1", "broker-2", "broker-3")
 LINK_FAULTS = ("drop", "duplicate", "reorder", "corrupt")
@@ -80,6 +83,7 @@ class SwarmConfig:
     acks: str = "all"
     unclean: bool = False
     crash_kinds: tuple[str, ...] = ("process",)
+    idempotence: bool = False
 
     @property
     def promises_no_loss(self) -> bool:
@@ -133,7 +137,13 @@ class Outcome:
 
 @cache
 def run(config: SwarmConfig, seed: int) -> Outcome:
-    text = BASE.format(acks=config.acks, unclean=str(config.unclean).lower())
+    text = BASE.format(
+        acks=config.acks,
+        unclean=str(config.unclean).lower(),
+        idempotence=str(config.idempotence).lower(),
+        # idempotence needs retries, which were off by default before 2.1
+        retries="\nretries = 2147483647" if config.idempotence else "",
+    )
     text += fault_plan(random.Random(seed), config.crash_kinds)
     scenario = parse_scenario(text, "swarm", [f"run.seed={seed}", f"kafka.version={config.version}"])
     events: list[dict[str, Any]] = []

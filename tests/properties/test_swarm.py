@@ -91,3 +91,22 @@ def test_the_swarm_finds_what_an_unsafe_configuration_loses(config: SwarmConfig,
     first = next((seed for seed in seeds if found(run(config, seed))), None)
     assert first is not None, f"{config}: nothing found in seeds {seeds}"
     assert _explained(config, run(config, first))
+
+
+IDEMPOTENT_SEEDS = range(max(50, examples()))
+CRASH_KINDS = ("process", "power_loss", "disk_loss")
+
+
+@pytest.mark.parametrize("seed", IDEMPOTENT_SEEDS)
+def test_an_idempotent_producer_writes_nothing_twice(seed: int) -> None:
+    """Idempotence on 3.9, with crashes of every kind among the faults: no record is written
+    twice, whatever the faults; and where Kafka promises it (only process crashes) no
+    acknowledged record is lost either. A power or disk loss may lose acknowledged records in
+    Kafka itself (a follower in the ISR comes back without its unflushed tail, KIP-966)."""
+    outcome = run(SwarmConfig("3.9", crash_kinds=CRASH_KINDS, idempotence=True), seed)
+    checks = outcome.checks
+    assert (checks["log_duplicates"], checks["duplicated_records"]) == (0, []), outcome.scenario
+    assert STRUCTURAL.isdisjoint(outcome.violations), outcome.scenario
+    if outcome.power_losses == 0:
+        assert (checks["lost_acked"], checks["reused_offsets"]) == (0, 0), outcome.scenario
+        assert outcome.violations == (), outcome.scenario

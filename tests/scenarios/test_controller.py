@@ -71,7 +71,9 @@ def _s10(version: str) -> None:
     with cluster:
         cluster.run(until_ms=5000)
         [elected] = _where(events, "controller_elected")
-        assert (elected["broker_id"], elected["controller_epoch"]) == (3, 7)
+        # Which broker wins the first election is a race of the start-up; S10 needs only that
+        # the controller is not broker 1, the leader that hangs.
+        assert elected["broker_id"] != 1 and elected["controller_epoch"] == 7
         assert (_partition(cluster, 1)["role"], _partition(cluster, 1)["leader_epoch"]) == ("leader", 4)
         old_epoch = cluster.state("broker-1", "controller")["broker_epoch"]
 
@@ -268,12 +270,14 @@ replicas = [[1, 2]]
 [[producers]]  # offsets 5-9, acknowledged by B1 alone
 topic = "T"
 acks = "all"
+"enable.idempotence" = false
 records = 5
 "start.ms" = 2000
 "request.timeout.ms" = 5000
 [[producers]]  # three records once B1 is gone
 topic = "T"
 acks = "all"
+"enable.idempotence" = false
 records = 3
 "start.ms" = 14000
 "request.timeout.ms" = 6000

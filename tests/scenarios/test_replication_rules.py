@@ -118,7 +118,7 @@ def test_an_immediate_fetch_answer_carries_the_hw_from_before_the_fetch() -> Non
     old HW even though the same fetch moved it.
       t=101  m0 appended; B2's parked Fetch(0) completes with m0, HW 0
       t=102  m1 appended (LEO 2); B2 appends m0 and sends Fetch(1)
-      t=103  Fetch(1): read m1 with HW 0, then remote LEO 1 -> HW 1 (m0 acknowledged);
+      t=103  Fetch(1): read m1 with HW 0, then remote LEO 1 -> HW 1 (m0 committed);
              m1 was there, so the answer leaves at once carrying HW 0
       t=104  B2 appends m1: LEO 2, HW min(0, 2) = 0; sends Fetch(2)
       t=105  Fetch(2): remote LEO 2 -> HW 2; nothing to read, parked until 605
@@ -127,7 +127,7 @@ def test_an_immediate_fetch_answer_carries_the_hw_from_before_the_fetch() -> Non
         [
             (0, B1, leader_and_isr(1, 0, (1, 2)), 1),
             (0, B2, leader_and_isr(1, 0, (1, 2)), 2),
-            (100, B1, produce(("m0",)), 3),
+            (100, B1, produce(("m0",), acks=1), 3),
             (101, B1, produce(("m1",), acks=1), 4),
         ]
     )
@@ -145,7 +145,7 @@ def test_an_immediate_fetch_answer_carries_the_hw_from_before_the_fetch() -> Non
     assert at(105) == (2, 2, 2, 0)
     assert at(605) == (2, 2, 2, 0)
     assert at(606) == (2, 2, 2, 2)
-    assert produce_results(script) == [(103, ErrorCode.NONE, 1), (104, ErrorCode.NONE, 0)]
+    assert produce_results(script) == [(102, ErrorCode.NONE, 0), (103, ErrorCode.NONE, 1)]
     kernel.shutdown()
 
 

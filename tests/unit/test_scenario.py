@@ -150,3 +150,62 @@ def test_round_robin_assignment() -> None:
 
     topic = {"replicas": [], "replication.factor": 2, "partitions": 4}
     assert replica_assignment(topic, 3) == [[1, 2], [2, 3], [3, 1], [1, 2]]
+
+
+P = KAFKA + '[[producers]]\ntopic = "T"\n'
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ('"linger.ms" = -1\n', "s.toml: [[producers]] #1: linger.ms: must be at least 0, got -1"),
+        ('"linger.ms" = 2.5\n', "s.toml: [[producers]] #1: linger.ms: expected an integer, got 2.5 (a number)"),
+        ('"batch.size" = "16k"\n', "s.toml: [[producers]] #1: batch.size: expected an integer, got '16k' (a string)"),
+        (
+            '"delivery.timeout.ms" = 30000\n"linger.ms" = 5\n',
+            "s.toml: [[producers]] #1: delivery.timeout.ms (30000) must be at least linger.ms + request.timeout.ms (5 + 30000)",
+        ),
+        ('"enable.idempotence" = true\nacks = 1\n', "s.toml: [[producers]] #1: enable.idempotence = true requires acks = all (got 1)"),
+        ('"enable.idempotence" = true\nretries = 0\n', "s.toml: [[producers]] #1: enable.idempotence = true requires retries > 0 (got 0)"),
+        (
+            '"enable.idempotence" = true\n"max.in.flight.requests.per.connection" = 6\n',
+            "s.toml: [[producers]] #1: enable.idempotence = true requires max.in.flight.requests.per.connection <= 5 (got 6)",
+        ),
+        ('partitioner = "sticky"\n', "s.toml: [[producers]] #1: partitioner: 'sticky' is not one of default, round_robin"),
+    ],
+)
+def test_producer_mistakes(extra: str, expected: str) -> None:
+    """Kafka's own checks (`ProducerConfig`, `postProcessAndValidateIdempotenceConfigs`,
+    `configureDeliveryTimeout`): one sentence each, naming the setting."""
+    assert _error(P + extra) == expected
+
+
+def test_an_explicit_idempotence_before_0_11_is_an_error() -> None:
+    message = _error(P + '"enable.idempotence" = true\nacks = "all"\nretries = 3\n', ["kafka.version=0.10.2"])
+    assert message == "s.toml: [[producers]] #1: enable.idempotence = true needs Kafka 0.11 or later (the version is 0.10.2)"
+
+
+@pytest.mark.parametrize(
+    ("version", "extra", "idempotence"),
+    [
+        ("3.9", "", True),
+        ("3.0.0", "", False),  # KAFKA-13598: the default was not applied in 3.0.0 and 3.1.0
+        ("3.1.0", "", False),
+        ("3.0.1", "", True),
+        ("3.2", "", True),
+        ("2.8", "", False),
+        ("3.9", "acks = 1\n", False),  # a default that conflicts is dropped silently
+        ("3.9", "retries = 0\n", False),
+        ("3.9", '"max.in.flight.requests.per.connection" = 6\n', False),
+        ("2.8", '"enable.idempotence" = true\nacks = "all"\n', True),
+    ],
+)
+def test_idempotence_follows_the_version_and_gives_way_when_only_a_default(version: str, extra: str, idempotence: bool) -> None:
+    s = parse_scenario(P + extra, "s.toml", [f"kafka.version={version}"])
+    assert s.producers[0]["enable.idempotence"] is idempotence
+
+
+def test_a_default_delivery_timeout_rises_to_linger_plus_request_timeout() -> None:
+    s = parse_scenario(P + '"request.timeout.ms" = 200000\n"linger.ms" = 10\n', "s.toml")
+    assert s.producers[0]["delivery.timeout.ms"] == 200010
+    assert parse_scenario(P, "s.toml").producers[0]["delivery.timeout.ms"] == 120000
