@@ -191,6 +191,7 @@ def std_figures(overrides: tuple[str, ...] = ()) -> dict[str, Any]:
         kernel = cluster.kernel
         deliveries, events, digest = kernel.delivered, kernel.event_log.count, kernel.event_log.digest
         violations = len(kernel.invariant_violations)
+        producer = cluster.state("producer-1", "producer")
     wall = sum(walls)
     per_delivery = wall / deliveries * 1e6
     return {
@@ -209,6 +210,13 @@ def std_figures(overrides: tuple[str, ...] = ()) -> dict[str, Any]:
         "floor_ratio": round(per_delivery / floor, 2),
         "invariant_violations": violations,
         "digest": digest,
+        "producer": {
+            "records": producer["sent"],
+            "acked": len(producer["acked"]),
+            "produce_requests": producer["produce_requests"],
+            "records_per_request": round(producer["sent"] / max(1, producer["produce_requests"]), 2),
+            "records_per_wall_s": round(producer["sent"] / wall),
+        },
     }
 
 

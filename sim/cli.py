@@ -237,6 +237,7 @@ def _bench(args: argparse.Namespace) -> int:
         length = "one simulated minute" if args.quick else "five simulated minutes"
         sys.stderr.write(f"running the standard workload, {length}, and the floor...\n")
     figures["std"] = run_std_bench(quick=args.quick)
+    figures["producer"] = figures["std"].pop("producer")
     if args.json:
         sys.stdout.write(json.dumps(figures) + "\n")
         return 0
@@ -249,6 +250,8 @@ def _bench(args: argparse.Namespace) -> int:
         f"time; {std['us_per_delivery']} us per delivery, {std['floor_ratio']}x the floor "
         f"({std['floor_us_per_delivery']} us); last/first {std['segment_s']:g} s: "
         f"{std['minute5_vs_minute1']}; peak RSS {std['peak_rss_mb']} MB\n"
+        f"producer: {figures['producer']['records_per_wall_s']} records per wall second, "
+        f"{figures['producer']['records_per_request']} records per Produce request\n"
     )
     return 0
 

@@ -2,15 +2,25 @@
 workload that `kafkasim bench` measures.
 
 The default study is a small ZooKeeper-mode cluster under faults: three brokers, a topic of two
-partitions replicated three times with min.insync.replicas 2 (broker 3 leads neither), a
-producer with acks=all, and broker 3 losing power for 40 s, then isolated; corruption on the
-wire in between. With seed 1 broker 3 is also the first controller. What to look for in the
-report and the log: acks=all stalls while the dead broker is still in the ISR (records sent in
-its first seconds time out after 30 s); AlterPartition has no controller to go to until broker
-3's session expires (18 s after its last ping), when broker 2 wins controller epoch 2 and takes
-broker 3 out of both ISRs (leader epoch +1); broker 3 comes back with an empty log (nothing was
-flushed), registers with a new broker epoch and rejoins in one fetch; the isolation stalls the
-HW until broker 3's fetch times out (replica.socket.timeout.ms); nothing acknowledged is lost.
+partitions replicated three times with min.insync.replicas 2 (broker 3 leads neither), a 3.9
+producer (acks=all and idempotence by default) sending ten records a second, and broker 3
+losing power for 40 s, then isolated; corruption on the wire in between. What to look for in the
+log and the report, with seed 1:
+- Broker 2 is the first controller. The producer sticks to partition 0 (KIP-794).
+- 10 s: broker 3 loses power while still in both ISRs. The produce of 10 s waits in broker 1's
+  purgatory, its connection muted: later batches queue behind it, five in flight at most.
+- 24 s: broker 3's session expires (18 s after its last ping); the controller takes it out of
+  both ISRs (leader epoch 1) and the waiting produce completes. But the corruption (20 to 25 s)
+  damages its answer, and the controller's LeaderAndIsr to broker 2: broker 2 keeps fetching
+  under epoch 0, is fenced, and partition 0's HW stalls again.
+- 40 s: the producer's request times out after 30 s, its connection closes and the five batches
+  in flight wait to be retried; the retry queues behind the produce parked at broker 1.
+- 50 s: broker 3 comes back with an empty log (nothing was flushed), registers with a new
+  broker epoch and rejoins.
+- 54 s: the controller sends its LeaderAndIsr to broker 2 again (30 s without an answer);
+  partition 0 moves on and the five retried batches are found duplicates: answered with
+  their first offsets, written once.
+- 60 s: broker 3 is isolated for 5 s. Nothing acknowledged is lost, nothing is written twice.
 """
 
 from __future__ import annotations

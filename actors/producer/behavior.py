@@ -270,14 +270,41 @@ class Producer:
         if self.idempotence is not None and not self.idempotence.ready_to_send():
             self._init_producer_id(out)  # a first producer id, or a new one before KIP-360
         self._expire(out)
-        if not acc.queues:
-            return
+        wakeups: list[int] = []
+        if acc.queues:
+            self._drain(out, wakeups)
+        wakeups += self._in_flight_expiries()
+        expiry = acc.next_expiry(cfg.delivery_timeout_ms, cfg.request_timeout_ms)
+        if expiry is not None:
+            wakeups.append(expiry)
+        if wakeups:
+            self._wake_at(out, min(wakeups))
+
+    def _in_flight_expiries(self) -> list[int]:
+        """When batches in flight reach their delivery timeout (`nextBatchExpiryTimeMs`)."""
+        delivery = self.config.delivery_timeout_ms
+        if delivery is None:
+            return []
+        now = self.now_ms
+        return [
+            b.created_ms + delivery
+            for r in self.state.requests.values()
+            for b in r.batches
+            if not b.done and b.created_ms + delivery > now
+        ]
+
+    def _drain(self, out: Out, wakeups: list[int]) -> None:
+        """`sendProducerData`: drain each ready node with room in flight into a request, and
+        again while it stays ready (a poll timeout of 0)."""
+        cfg, state, acc = self.config, self.state, self.accumulator
+        now = self.now_ms
         ready = acc.ready(now, self._leader_of)
         if ready.unknown_leader:
             self._request_metadata(out)
-        wakeups = [now + ready.next_check_ms] if ready.next_check_ms is not None else []
+        if ready.next_check_ms is not None:
+            wakeups.append(now + ready.next_check_ms)
         sent = True
-        while sent and acc.queues:  # a ready node loops at once (poll timeout 0)
+        while sent and acc.queues:
             sent = False
             by_leader: dict[int, list[int]] = {}
             for partition in sorted(acc.queues):
@@ -294,11 +321,8 @@ class Producer:
                     sent = True
             if sent and acc.queues:
                 ready = acc.ready(now, self._leader_of)
-        expiry = acc.next_expiry(cfg.delivery_timeout_ms, cfg.request_timeout_ms)
-        if expiry is not None:
-            wakeups.append(expiry)
-        if wakeups:
-            self._wake_at(out, min(wakeups))
+                if ready.next_check_ms is not None:
+                    wakeups.append(now + ready.next_check_ms)
 
     def _wake_at(self, out: Out, at_ms: int) -> None:
         """Set the sender's timer unless an earlier one is set (an early wake-up is harmless),

@@ -198,3 +198,7 @@ def test_bench_std_figures_are_consistent_with_each_other() -> None:
     walls = f["wall_per_segment_s"]
     assert f["minute5_vs_minute1"] == pytest.approx(walls[4] / walls[0], rel=0.05)
     assert f["floor_ratio"] == pytest.approx(f["us_per_delivery"] / f["floor_us_per_delivery"], rel=0.01)
+    p = f["producer"]
+    assert p["records"] == 5000 and p["acked"] <= p["records"]  # 1,000 records a second
+    assert p["records_per_request"] == pytest.approx(p["records"] / p["produce_requests"], abs=0.01)
+    assert p["records_per_wall_s"] == pytest.approx(p["records"] / f["wall_s"], rel=0.01)

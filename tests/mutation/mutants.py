@@ -16,6 +16,7 @@ __all__ = ["MUTANTS", "Mutant"]
 REPLICATION = "tests/scenarios/test_replication.py"
 RULES = "tests/scenarios/test_replication_rules.py"
 CONTROLLER = "tests/scenarios/test_controller.py"
+PRODUCER = "tests/scenarios/test_producer.py"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +122,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "min_isr_not_checked_at_append",
         "acks=all under min ISR: NOT_ENOUGH_REPLICAS before the append (Partition.appendRecordsToLeader)",
-        "actors/broker/leader.py",
+        "actors/broker/produce.py",
         "if acks == -1 and len(partition.isr) < min_isr:",
         "if acks == -1 and len(partition.isr) < 0:",
         (f"{REPLICATION}::test_s8_acks_all_under_min_isr_is_rejected_before_append", f"{RULES}::test_acks_all_one_replica_short_of_min_isr_is_rejected_before_the_append"),
@@ -129,7 +130,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "min_isr_off_by_one",
         "an ISR of exactly min.insync.replicas accepts acks=all (isr.size < effectiveMinIsr rejects)",
-        "actors/broker/leader.py",
+        "actors/broker/produce.py",
         "if acks == -1 and len(partition.isr) < min_isr:",
         "if acks == -1 and len(partition.isr) <= min_isr:",
         (f"{RULES}::test_acks_all_with_the_isr_exactly_at_min_isr_is_appended_and_acknowledged",),
@@ -137,7 +138,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "min_isr_not_capped_by_replication_factor",
         "effectiveMinIsr = min(min.insync.replicas, replication factor)",
-        "actors/broker/leader.py",
+        "actors/broker/produce.py",
         "    min_isr = min(b.config.min_insync_replicas_for(tp.topic), len(partition.replicas))\n    if acks",
         "    min_isr = b.config.min_insync_replicas_for(tp.topic)\n    if acks",
         (f"{RULES}::test_min_isr_is_capped_by_the_replication_factor",),
@@ -145,7 +146,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "min_isr_not_checked_after_append",
         "NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below min ISR after the append (checkEnoughReplicasReachOffset)",
-        "actors/broker/leader.py",
+        "actors/broker/produce.py",
         "error = ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND",
         "error = ErrorCode.NONE",
         (f"{REPLICATION}::test_s8_variant_isr_shrinks_after_the_append",),
@@ -205,5 +206,77 @@ MUTANTS: tuple[Mutant, ...] = (
         "    for replica in assignment:\n        if replica in live and replica in isr:",
         "    for replica in assignment:\n        if replica in live:",
         (f"{CONTROLLER}::test_s7_without_unclean_election_the_partition_waits_for_its_isr_and_loses_nothing",),
+    ),
+    Mutant(
+        "dedup_ignores_cached_batches",
+        "a batch matching one of the producer's cached batches is a duplicate, answered with its first offsets (ProducerStateEntry.findDuplicateBatch)",
+        "actors/broker/producer_state.py",
+        "                    return Verdict(duplicate_of=cached)",
+        "                    pass",
+        (f"{PRODUCER}::test_s21_a_retry_after_a_lost_answer_writes_twice_unless_idempotent", f"{PRODUCER}::test_s23_the_broker_remembers_five_batches_per_producer"),
+    ),
+    Mutant(
+        "dedup_window_of_six",
+        "the broker keeps the last five batches per producer (NUM_BATCHES_TO_RETAIN)",
+        "actors/broker/producer_state.py",
+        "NUM_BATCHES_TO_RETAIN = 5",
+        "NUM_BATCHES_TO_RETAIN = 6",
+        (f"{PRODUCER}::test_s23_the_broker_remembers_five_batches_per_producer",),
+    ),
+    Mutant(
+        "sequence_gaps_accepted",
+        "a batch must follow the last sequence written, else OUT_OF_ORDER_SEQUENCE_NUMBER (ProducerAppendInfo.checkSequence)",
+        "actors/broker/producer_state.py",
+        "            if entry.batches and not in_sequence(entry.last_sequence, first_sequence):",
+        "            if False:",
+        (f"{PRODUCER}::test_s23_the_broker_remembers_five_batches_per_producer", f"{PRODUCER}::test_s22_a_refused_batch_retried_after_a_later_one_lands_after_it_unless_idempotent"),
+    ),
+    Mutant(
+        "dedup_before_min_isr",
+        "the min-ISR check runs before the duplicate check, so a retry under min ISR is refused (Partition.appendRecordsToLeader)",
+        "actors/broker/produce.py",
+        "        error = _produce_error(b, tp, req.acks)\n        if error is ErrorCode.NONE:\n            error = _append(",
+        "        error = _produce_error(b, tp, 1 if b.state.partitions.get(tp) and b.state.partitions[tp].log.producers.check(data.producer_id, data.producer_epoch, data.base_sequence, len(data.values)).duplicate_of else req.acks)\n        if error is ErrorCode.NONE:\n            error = _append(",
+        (f"{PRODUCER}::test_s8_variant_the_retries_of_an_append_the_isr_left_behind",),
+    ),
+    Mutant(
+        "connections_not_muted",
+        "a connection is read again only once the answer to its previous request is sent (SocketServer mutes it)",
+        "actors/broker/produce.py",
+        "        b.state.muted[inbound.src] = deque()\n",
+        "",
+        (f"{PRODUCER}::test_a_produce_behind_a_waiting_one_on_its_connection_waits_for_its_answer",),
+    ),
+    Mutant(
+        "idempotent_retry_not_first_in_line",
+        "an idempotent producer sends a retried batch only when it is first of its partition's unresolved batches (shouldStopDrainBatchesForPartition)",
+        "actors/producer/idempotence.py",
+        "        return first is batch  # a retry goes only when it is first in line",
+        "        return True",
+        (f"{PRODUCER}::test_s22_a_refused_batch_retried_after_a_later_one_lands_after_it_unless_idempotent",),
+    ),
+    Mutant(
+        "linger_ignored",
+        "a batch is sendable once linger.ms has passed since it was created, or when full (RecordAccumulator.ready)",
+        "actors/producer/accumulator.py",
+        "            wait = self.retry_backoff_ms if backing_off else self.linger_ms",
+        "            wait = self.retry_backoff_ms if backing_off else 0",
+        (f"{PRODUCER}::test_linger_5_sends_five_times_fewer_requests_than_linger_0", "tests/unit/producer/test_accumulator.py"),
+    ),
+    Mutant(
+        "no_delivery_timeout",
+        "a batch in flight fails once delivery.timeout.ms has passed since it was created (KIP-91, Sender.getExpiredInflightBatches)",
+        "actors/producer/behavior.py",
+        "                if not batch.done and batch.expired(self.now_ms, cfg.delivery_timeout_ms):",
+        "                if False:",
+        (f"{PRODUCER}::test_a_batch_expires_after_the_delivery_timeout_in_flight_or_queued",),
+    ),
+    Mutant(
+        "sticky_never_moves",
+        "KIP-480: the sticky partition moves when a new batch is needed (StickyPartitionCache.nextPartition)",
+        "actors/producer/partitioner.py",
+        "            self.sticky = self._next_sticky(available, previous=partition)",
+        "            pass",
+        ("tests/unit/producer/test_partitioner.py",),
     ),
 )

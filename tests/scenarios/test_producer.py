@@ -13,6 +13,7 @@ from actors.broker.config import broker_address
 from actors.producer.config import ProducerConfig
 from protocols.errors import ErrorCode
 from protocols.replication import ProducePartitionData, ProduceRequest
+from sim.disk import CrashKind
 from sim.network import FaultKind, LinkFault
 from sim.cluster import Cluster
 from sim.runner import run_scenario
@@ -320,3 +321,49 @@ def test_linger_5_sends_five_times_fewer_requests_than_linger_0() -> None:
             requests[linger] = producer["produce_requests"]
     assert requests[0] >= 4900
     assert requests[0] >= 5 * requests[5]
+
+
+# ------------------------------------------------------------------ connections and expiry
+
+
+def test_a_produce_behind_a_waiting_one_on_its_connection_waits_for_its_answer() -> None:
+    """Kafka's socket server reads a connection's next request only once the previous one is
+    answered. Produce a (acks=all, 1 s timeout) waits in the purgatory, B2 having stopped;
+    produce b (acks=1) comes on the same connection at 110 and is read only when a's answer
+    leaves at 1101: it is appended then, at offset 1, and answered a millisecond later."""
+    a = ProduceRequest(-1, 1000, (ProducePartitionData("T", 0, ("a",)),))
+    b = ProduceRequest(1, 1000, (ProducePartitionData("T", 0, ("b",)),))
+    script = Script(
+        [
+            (0, B1, leader_and_isr(1, 0, (1, 2)), 1),
+            (0, B2, leader_and_isr(1, 0, (1, 2)), 2),
+            (100, B1, a, 3),
+            (110, B1, b, 4),
+        ]
+    )
+    kernel = build("3.9", (1, 2), script)
+    kernel.schedule(50, "B2 stops", lambda: kernel.crash("broker-2"))
+    kernel.run(2000)
+    assert produce_results(script) == [(1102, ErrorCode.REQUEST_TIMED_OUT, -1), (1102, ErrorCode.NONE, 1)]
+    kernel.shutdown()
+
+
+def test_a_batch_expires_after_the_delivery_timeout_in_flight_or_queued() -> None:
+    """KIP-91: B1 loses power at 50. The record made at 100 is sent at once; its request times
+    out at 1100 and it is retried at 1200; its delivery timeout (1500 ms from its creation)
+    passes while that retry is in flight: it fails at 1600 with DELIVERY_TIMEOUT, and the late
+    request is forgotten. A record made at 1300 waits in the queue behind the full connection
+    and expires there at 2800."""
+    producer = _producer(
+        idempotence=False, records=2, start_ms=100, interval_ms=1200, request_timeout_ms=1000,
+        delivery_timeout_ms=1500, max_in_flight=1,
+    )
+    script = Script([(0, B1, leader_and_isr(1, 0, (1,), (1,)), 1)])
+    kernel = build("3.9", (1,), script, producers=(producer,))
+    kernel.schedule(50, "B1 loses power", lambda: kernel.crash("broker-1", CrashKind.POWER_LOSS))
+    events = _events(kernel)
+    kernel.run(4000)
+    assert [(e["ts_ms"], e["error"]) for e in _where(events, "batch_retried")] == [(1100, "REQUEST_TIMED_OUT")]
+    done = [(e["ts_ms"], e["records"], e["error"], e["attempt"]) for e in _where(events, "produce_completed")]
+    assert done == [(1600, [0], "DELIVERY_TIMEOUT", 2), (2800, [1], "DELIVERY_TIMEOUT", 1)]
+    kernel.shutdown()
