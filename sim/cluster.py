@@ -322,7 +322,7 @@ def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = 
             retry_backoff_ms=p["retry.backoff.ms"],
             delivery_timeout_ms=p["delivery.timeout.ms"] if version >= (2, 1, 0) else None,
             idempotence=p["enable.idempotence"],
-            epoch_bump=version >= (2, 5, 0),
+            epoch_bump=scenario.profile.accept_unknown_producer,
             partitioning=(
                 Partitioning.ROUND_ROBIN if p["partitioner"] == "round_robin" else Partitioning.default_for(version)
             ),

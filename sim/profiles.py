@@ -67,6 +67,10 @@ class Profile:
     """KIP-394 (2.2.0): a first JoinGroup gets MEMBER_ID_REQUIRED."""
     async_commit_before_rebalance: bool
     """KAFKA-13310 (3.2.0): the pre-rebalance auto-commit is async and awaited."""
+    accept_unknown_producer: bool
+    """KIP-360 (2.5.0): a broker accepts any sequence from a producer id it has no state for
+    (before: UNKNOWN_PRODUCER_ID unless the sequence is 0), and an idempotent producer closes a
+    sequence gap by bumping its epoch (before: by taking a new producer id)."""
     defaults: dict[str, Any]
 
     @property
@@ -89,6 +93,7 @@ class Profile:
             hw_needs_min_isr=v >= (3, 7, 0),
             member_id_required=v >= (2, 2, 0),
             async_commit_before_rebalance=v >= (3, 2, 0),
+            accept_unknown_producer=v >= (2, 5, 0),
             defaults=_defaults(v),
         )
 

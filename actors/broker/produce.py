@@ -88,7 +88,13 @@ def _append(
     """Check the producer's state, then append (or find the duplicate); the error, if any."""
     partition = b.state.partitions[tp]
     log = partition.log
-    verdict = log.producers.check(data.producer_id, data.producer_epoch, data.base_sequence, len(data.values))
+    verdict = log.producers.check(
+        data.producer_id,
+        data.producer_epoch,
+        data.base_sequence,
+        len(data.values),
+        accept_unknown=b.config.profile.accept_unknown_producer,
+    )
     if verdict.error is not ErrorCode.NONE:
         return verdict.error
     original = verdict.duplicate_of

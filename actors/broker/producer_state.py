@@ -7,7 +7,8 @@ A batch from an idempotent producer is checked before it is appended:
   it is not appended, and the answer is success with the offsets it was first written at;
 - otherwise its first sequence must follow the last one written (wrapping at Int.MAX to 0), or
   be 0 for a new epoch; else OUT_OF_ORDER_SEQUENCE_NUMBER;
-- a producer id with no state is accepted with any sequence (the state may have been removed).
+- a producer id with no state is accepted with any sequence (the state may have been removed)
+  from 2.5 (KIP-360); before, only from sequence 0, else UNKNOWN_PRODUCER_ID.
 
 Every replica keeps this state from the batches it appends, leader or follower, so a new leader
 knows it at once; after a truncation or a restart it is rebuilt from the log (Kafka reloads a
@@ -64,13 +65,19 @@ class ProducerStateManager:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerStateEntry] = {}
 
-    def check(self, producer_id: int, producer_epoch: int, first_sequence: int, count: int) -> Verdict:
-        """`analyzeAndValidateProducerState` for a batch the leader is about to append."""
+    def check(
+        self, producer_id: int, producer_epoch: int, first_sequence: int, count: int, *, accept_unknown: bool = True
+    ) -> Verdict:
+        """`analyzeAndValidateProducerState` for a batch the leader is about to append.
+        `accept_unknown`: KIP-360 (2.5) accepts any sequence from a producer id with no state;
+        before, only sequence 0 was, and another got UNKNOWN_PRODUCER_ID."""
         if producer_id < 0:
             return Verdict()
         entry = self.producers.get(producer_id)
         if entry is None:
-            return Verdict()
+            if accept_unknown or first_sequence == 0:
+                return Verdict()
+            return Verdict(ErrorCode.UNKNOWN_PRODUCER_ID)
         if producer_epoch < entry.epoch:
             return Verdict(ErrorCode.INVALID_PRODUCER_EPOCH)
         last_sequence = first_sequence + count - 1

@@ -139,15 +139,14 @@ class Idempotence:
 
     def can_retry(self, batch: ProducerBatch, error: ErrorCode, retriable: bool) -> bool:
         """`TransactionManager.canRetry`: OUT_OF_ORDER_SEQUENCE_NUMBER is retried when the batch
-        is not next in line (an earlier one failed and goes first); UNKNOWN_PRODUCER_ID is
-        retried (the broker lost the producer's state, and the retry starts it again)."""
+        is not next in line (an earlier one failed and goes first). UNKNOWN_PRODUCER_ID (a
+        broker before 2.5 that lost the producer's state) fails the batch, and the producer
+        takes a new id (the log start offset case, after retention, is not modelled)."""
         state = self._partition(batch.partition)
         if (batch.producer_id, batch.producer_epoch) != (self.producer_id, self.producer_epoch):
             return False
         if error is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
             return batch.base_sequence != state.last_acked_sequence + 1
-        if error is ErrorCode.UNKNOWN_PRODUCER_ID:
-            return True
         return retriable
 
     def failed(self, batch: ProducerBatch, error: str) -> None:
@@ -160,7 +159,7 @@ class Idempotence:
         self._resolve(state, batch)
         if (batch.producer_id, batch.producer_epoch) != (self.producer_id, self.producer_epoch):
             return
-        if self.epoch_bump:
+        if self.epoch_bump and error != ErrorCode.UNKNOWN_PRODUCER_ID.name:
             self.bump_needed = True
             self.to_rewrite.add(batch.partition)
         else:

@@ -279,4 +279,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "            pass",
         ("tests/unit/producer/test_partitioner.py",),
     ),
+    Mutant(
+        "unknown_producer_accepted_before_2_5",
+        "before KIP-360 (2.5) a producer id with no state is accepted only from sequence 0 (ProducerAppendInfo.checkSequence)",
+        "sim/profiles.py",
+        "accept_unknown_producer=v >= (2, 5, 0),",
+        "accept_unknown_producer=True,",
+        (f"{PRODUCER}::test_a_producer_id_the_broker_has_no_state_for",),
+    ),
 )

@@ -10,10 +10,12 @@ no crash loses unflushed data (Kafka does not fsync on acknowledge: a follower s
 that comes back from a power loss without its tail is KIP-966's case), and provided the version
 has the whole truncation protocol: leader epochs (KIP-101, 0.11), the truncation loop (KIP-279,
 2.0), and fenced fetches with the epoch-start rule for joining the ISR (KIP-320 and KAFKA-7128,
-2.1). The TLA+ specs find divergence in each era before 2.1 (Kip101.tla, Kip279.tla), and so
-does the swarm: on 2.0, a follower that missed its LeaderAndIsr fetches unfenced from a woken,
-deposed leader, then truncates to the new leader's end offset on OFFSET_OUT_OF_RANGE, keeping
-records of the old epoch, and rejoins the ISR with them.
+2.1). The TLA+ specs find divergence in each era before 2.1 (Kip101.tla, Kip279.tla), and the
+swarm finds replicas diverging on 0.11. Its 2.0 case (a follower that missed its LeaderAndIsr
+fetches unfenced from a woken, deposed leader, then truncates to the new leader's end offset on
+OFFSET_OUT_OF_RANGE, keeping records of the old epoch, and rejoins the ISR with them) needs the
+deposed leader to hold unreplicated batches, which the broker's muting of a producer's
+connection (one waiting produce at a time) makes rare.
 """
 
 from __future__ import annotations

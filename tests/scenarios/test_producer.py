@@ -367,3 +367,18 @@ def test_a_batch_expires_after_the_delivery_timeout_in_flight_or_queued() -> Non
     done = [(e["ts_ms"], e["records"], e["error"], e["attempt"]) for e in _where(events, "produce_completed")]
     assert done == [(1600, [0], "DELIVERY_TIMEOUT", 2), (2800, [1], "DELIVERY_TIMEOUT", 1)]
     kernel.shutdown()
+
+
+@pytest.mark.parametrize(("version", "expected"), [("2.4", ErrorCode.UNKNOWN_PRODUCER_ID), ("2.5", ErrorCode.NONE)])
+def test_a_producer_id_the_broker_has_no_state_for(version: str, expected: ErrorCode) -> None:
+    """KIP-360 (2.5): a batch from a producer id the partition has no state for is accepted
+    whatever its sequence (its records may have gone with retention); before, only a first
+    sequence of 0 was, and another got UNKNOWN_PRODUCER_ID."""
+    steps = [(0, B1, leader_and_isr(1, 0, (1,), (1,)), 1), (100, B1, _batch(0, producer_id=7), 2)]
+    steps += [(110, B1, _batch(3, producer_id=8), 3)]
+    script = Script(steps)
+    kernel = build(version, (1,), script)
+    kernel.run(200)
+    answers = [(error, offset) for _, error, offset in produce_results(script)]
+    assert answers == [(ErrorCode.NONE, 0), (expected, 1 if expected is ErrorCode.NONE else -1)]
+    kernel.shutdown()
