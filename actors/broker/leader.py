@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from actors.broker import produce
 from actors.broker.config import controller_address
 from actors.broker.partition import Partition, PendingIsr
+from actors.broker.partition_log import PartitionLog
 from actors.broker.replica_state import can_join_isr, out_of_sync_replicas
 from actors.broker.state import DelayedFetch
 from actors.core import Ctx, Inbound, Out
@@ -99,10 +100,9 @@ def _read_partition(
         return error(fenced)
     log = partition.log
     hw = log.high_watermark
-    if b.config.profile.truncate_on_fetch and fp.last_fetched_epoch >= 0 and replica_id >= 0:
-        epoch, end = log.end_offset_for(fp.last_fetched_epoch)
-        if epoch < fp.last_fetched_epoch or end < fp.fetch_offset:
-            diverging = EpochEndOffset(epoch, end)
+    if b.config.profile.truncate_on_fetch and replica_id >= 0:
+        diverging = _diverging_epoch(log, fp)
+        if diverging is not None:
             return FetchedPartition(tp.topic, tp.partition, ErrorCode.NONE, hw, (), diverging), None
     if fp.fetch_offset > log.log_end_offset or fp.fetch_offset < 0:
         return error(ErrorCode.OFFSET_OUT_OF_RANGE, hw)
@@ -110,6 +110,19 @@ def _read_partition(
     bound = log.log_end_offset if replica_id >= 0 else hw
     batches = log.read(fp.fetch_offset, bound, fp.partition_max_bytes)
     return FetchedPartition(tp.topic, tp.partition, ErrorCode.NONE, hw, batches), batches
+
+
+def _diverging_epoch(log: PartitionLog, fp: FetchPartition) -> EpochEndOffset | None:
+    """KAFKA-10554: where the follower's log leaves the leader's, if it does: the follower's
+    last epoch ends, on the leader, before its fetch offset (or the leader lacks the epoch)."""
+    if fp.last_fetched_epoch < 0:
+        return None
+    if fp.last_fetched_epoch == log.latest_epoch and fp.fetch_offset <= log.log_end_offset:
+        return None  # the common case: the leader's own epoch, which ends at its LEO
+    epoch, end = log.end_offset_for(fp.last_fetched_epoch)
+    if epoch < fp.last_fetched_epoch or end < fp.fetch_offset:
+        return EpochEndOffset(epoch, end)
+    return None
 
 
 def _check_leader_epoch(b: Broker, partition: Partition, current_leader_epoch: int) -> ErrorCode:
@@ -168,10 +181,8 @@ def _fetch_can_complete(b: Broker, op: DelayedFetch) -> bool:
         end = log.log_end_offset if op.is_follower else log.high_watermark
         if fp.fetch_offset > end:
             return True
-        if op.is_follower and b.config.profile.truncate_on_fetch and fp.last_fetched_epoch >= 0:
-            epoch, offset = log.end_offset_for(fp.last_fetched_epoch)
-            if epoch < fp.last_fetched_epoch or offset < fp.fetch_offset:
-                return True
+        if op.is_follower and b.config.profile.truncate_on_fetch and _diverging_epoch(log, fp) is not None:
+            return True
         readable += log.bytes_between(fp.fetch_offset, end)
     return readable >= op.request.min_bytes
 

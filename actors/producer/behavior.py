@@ -128,6 +128,8 @@ class ProducerState:
     """When the sender's timer is set to fire."""
     next_tick_ms: int | None = None
     """When the application next hands records to the producer."""
+    next_expiry_ms: int | None = None
+    """When the first batch known, queued or in flight, expires."""
 
 
 class Producer:
@@ -273,10 +275,12 @@ class Producer:
         wakeups: list[int] = []
         if acc.queues:
             self._drain(out, wakeups)
-        wakeups += self._in_flight_expiries()
+        expiries = self._in_flight_expiries()
         expiry = acc.next_expiry(cfg.delivery_timeout_ms, cfg.request_timeout_ms)
         if expiry is not None:
-            wakeups.append(expiry)
+            expiries.append(expiry)
+        state.next_expiry_ms = min(expiries) if expiries else None
+        wakeups += expiries
         if wakeups:
             self._wake_at(out, min(wakeups))
 
@@ -460,6 +464,8 @@ class Producer:
         """Batches past `delivery.timeout.ms`: queued ones (`expiredBatches`) and, from 2.1,
         those in flight (`getExpiredInflightBatches`), whose late answer is then ignored."""
         cfg = self.config
+        if self.state.next_expiry_ms is None or self.now_ms < self.state.next_expiry_ms:
+            return  # nothing expires yet: new batches expire after those already known
         for batch in self.accumulator.expired(self.now_ms, cfg.delivery_timeout_ms, cfg.request_timeout_ms):
             self._fail(out, batch, DELIVERY_TIMEOUT)
         if cfg.delivery_timeout_ms is None:
