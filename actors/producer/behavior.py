@@ -103,9 +103,9 @@ class _Request:
 class ProducerState:
     generated: int = 0
     """Records handed to the producer so far."""
-    acked: list[str] = field(default_factory=list)
-    acked_offsets: list[tuple[int, int, str]] = field(default_factory=list)
-    """(partition, offset, value) of each record acknowledged with its offset (acks 1 or all)."""
+    acked: list[tuple[int, int, list[int]]] = field(default_factory=list)
+    """(partition, base offset, record numbers) of each acknowledged batch: a batch, not a
+    record, per entry, so a long run's checks cost little memory."""
     failed: int = 0
     """Records whose batch failed for good."""
     requests: dict[int, _Request] = field(default_factory=dict)
@@ -206,8 +206,12 @@ class Producer:
         s = self.state
         return {
             "sent": s.generated,
-            "acked": list(s.acked),
-            "acked_offsets": list(s.acked_offsets),
+            "acked": [self.config.value_of(n) for _, _, numbers in s.acked for n in numbers],
+            "acked_offsets": [
+                (partition, base + i, self.config.value_of(n))
+                for partition, base, numbers in s.acked
+                for i, n in enumerate(numbers)
+            ],
             "failed": s.failed,
             "in_flight": sum(len(r.batches) for r in s.requests.values()),
             "queued": len(self.accumulator),
@@ -483,10 +487,7 @@ class Producer:
         if self.idempotence is not None:
             self.idempotence.acked(batch)
         if cfg.acks != 0:
-            for i, number in enumerate(batch.numbers):
-                value = cfg.value_of(number)
-                state.acked.append(value)
-                state.acked_offsets.append((batch.partition, base_offset + i, value))
+            state.acked.append((batch.partition, base_offset, batch.numbers))
         self._completed(out, batch, error.name, base_offset)
 
     def _fail(self, out: Out, batch: ProducerBatch, error: str) -> None:
