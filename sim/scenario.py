@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from protocols.replication import RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD
 from sim.profiles import Profile
 
 __all__ = [
@@ -413,6 +414,14 @@ def _resolve_producer(producer: dict[str, Any], profile: Profile, where: str) ->
         default = profile.defaults[key]
         return _ACKS[default] if key == "acks" else default
 
+    record = producer["record.bytes"] + RECORD_BATCH_OVERHEAD + RECORD_OVERHEAD
+    if record > producer["max.request.size"]:
+        msg = (
+            f"{where}: record.bytes ({producer['record.bytes']}) makes a record of {record} bytes in its "
+            f"batch, above max.request.size ({producer['max.request.size']}): Kafka refuses every record "
+            "(RecordTooLargeException)"
+        )
+        raise ScenarioError(msg)
     linger, request_timeout = producer["linger.ms"], producer["request.timeout.ms"]
     delivery = producer["delivery.timeout.ms"]
     if delivery is not None and delivery < linger + request_timeout:

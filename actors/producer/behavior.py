@@ -509,6 +509,7 @@ class Producer:
             batch=batch.id,
             records=list(batch.numbers),
             base_sequence=batch.base_sequence,
+            created_ms=batch.created_ms,
             base_offset=base_offset,
             error=error,
             attempt=batch.attempts + 1,

@@ -172,6 +172,10 @@ P = KAFKA + '[[producers]]\ntopic = "T"\n'
             "s.toml: [[producers]] #1: enable.idempotence = true requires max.in.flight.requests.per.connection <= 5 (got 6)",
         ),
         ('partitioner = "sticky"\n', "s.toml: [[producers]] #1: partitioner: 'sticky' is not one of default, round_robin"),
+        (
+            '"record.bytes" = 2000\n"max.request.size" = 2000\n',
+            "s.toml: [[producers]] #1: record.bytes (2000) makes a record of 2069 bytes in its batch, above max.request.size (2000): Kafka refuses every record (RecordTooLargeException)",
+        ),
     ],
 )
 def test_producer_mistakes(extra: str, expected: str) -> None:
