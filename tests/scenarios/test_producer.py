@@ -12,6 +12,7 @@ import pytest
 from actors.broker.config import broker_address
 from actors.producer.config import ProducerConfig
 from protocols.errors import ErrorCode
+from protocols.metadata import UpdateMetadataPartition, UpdateMetadataRequest
 from protocols.replication import ProducePartitionData, ProduceRequest
 from sim.disk import CrashKind
 from sim.network import FaultKind, LinkFault
@@ -381,4 +382,45 @@ def test_a_producer_id_the_broker_has_no_state_for(version: str, expected: Error
     kernel.run(200)
     answers = [(error, offset) for _, error, offset in produce_results(script)]
     assert answers == [(ErrorCode.NONE, 0), (expected, 1 if expected is ErrorCode.NONE else -1)]
+    kernel.shutdown()
+
+
+def _metadata(leader: int, leader_epoch: int) -> UpdateMetadataRequest:
+    partition = UpdateMetadataPartition("T", 0, 1, leader, leader_epoch, (1, 2), 0, (1, 2))
+    return UpdateMetadataRequest(0, 1, -1, (partition,), (1, 2))
+
+
+def test_a_new_leader_deduplicates_a_retry_of_a_batch_its_predecessor_wrote() -> None:
+    """Every replica keeps the producers' state from the batches it appends. The batch lands
+    at 10 on B1 and is copied to B2; its answer is lost. At 2000 the controller moves the
+    leadership to B2. The request times out at 31000; the producer asks for metadata, learns
+    of B2 and retries there: B2 finds the batch among the producer's last five and answers with
+    base offset 10. Nothing is written twice."""
+    script = Script(
+        [
+            (0, B1, leader_and_isr(1, 0, (1, 2)), 1),
+            (0, B2, leader_and_isr(1, 0, (1, 2)), 2),
+            (0, B1, _metadata(1, 0), 3),
+            (0, B2, _metadata(1, 0), 4),
+            (2000, B1, leader_and_isr(2, 1, (1, 2)), 5),
+            (2000, B2, leader_and_isr(2, 1, (1, 2)), 6),
+            (2000, B1, _metadata(2, 1), 7),
+            (2000, B2, _metadata(2, 1), 8),
+        ]
+    )
+    disks = {b: seeded_disk(SEEDED, high_watermark=10) for b in (1, 2)}
+    producer = ProducerConfig(
+        name="producer-1", topic="T", partitions=1, bootstrap=(1, 2), idempotence=True, records=1, start_ms=1000
+    )
+    kernel = build("3.9", (1, 2), script, disks=disks, producers=(producer,))
+    kernel.add_link_fault(LinkFault(FaultKind.DROP, 1002, 1100, frozenset({"broker-1"}), frozenset({"producer-1"})))
+    events = _events(kernel)
+    kernel.run(40000)
+    [resent] = [e for e in _where(events, "batch_sent") if e["attempt"] == 2]
+    assert resent["broker_id"] == 2
+    [dedup] = _where(events, "batch_deduplicated")
+    assert (dedup["node"], dedup["base_offset"]) == ("broker-2", 10)
+    [done] = _where(events, "produce_completed")
+    assert (done["error"], done["base_offset"]) == ("NONE", 10)
+    assert _log(kernel, 2)[10:] == _log(kernel, 1)[10:] == [(10, "producer-1:0")]
     kernel.shutdown()

@@ -128,3 +128,21 @@ def test_recovery_after_each_kind_of_crash() -> None:
     gone = _crashed(CrashKind.DISK_LOSS)
     assert (gone.batches, gone.high_watermark, gone.epochs) == ([], 0, EpochCache())
     assert hw_file(TP) == "T-0/replication-offset-checkpoint"
+
+
+def test_the_producers_state_is_rebuilt_from_the_log_after_a_restart_or_a_truncation() -> None:
+    """Kafka reloads a snapshot and reads the log after it; here the whole log is read: either
+    way a restarted replica knows the last five batches of each producer, and a truncation
+    forgets the batches it removed."""
+    disk, log, out = Disk(), PartitionLog(TP), Out()
+    for sequence in range(3):
+        log.append_as_leader(out, (f"p:{sequence}",), 0, (4000, 0, sequence), 70)
+    _apply(disk, out)
+    disk.crash(CrashKind.PROCESS)
+    recovered = PartitionLog.recover(TP, disk.view())
+    duplicate = recovered.producers.check(4000, 0, 2, 1).duplicate_of
+    assert duplicate is not None and (duplicate.first_offset, duplicate.last_offset) == (2, 2)
+    assert recovered.producers.check(4000, 0, 3, 1).error.name == "NONE"  # the next in line
+    recovered.truncate_to(Out(), 2)
+    assert recovered.producers.check(4000, 0, 2, 1).duplicate_of is None  # sequence 2 is gone
+    assert recovered.producers.check(4000, 0, 3, 1).error.name == "OUT_OF_ORDER_SEQUENCE_NUMBER"
