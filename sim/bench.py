@@ -212,7 +212,7 @@ def std_figures(overrides: tuple[str, ...] = ()) -> dict[str, Any]:
         "digest": digest,
         "producer": {
             "records": producer["sent"],
-            "acked": len(producer["acked"]),
+            "acked": producer["acked"],
             "produce_requests": producer["produce_requests"],
             "records_per_request": round(producer["sent"] / max(1, producer["produce_requests"]), 2),
             "records_per_wall_s": round(producer["sent"] / wall),

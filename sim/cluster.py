@@ -186,7 +186,13 @@ class Cluster:
         producers = [
             self.state(f"producer-{i + 1}", "producer") for i in range(len(self.scenario.producers))
         ]
-        acked = [value for p in producers for value in p["acked"]]
+        acked_at = [  # (partition, offset, value) of every acknowledged record
+            (f"{spec['topic']}-{partition}", base + i, f"producer-{k + 1}:{number}")
+            for k, (p, spec) in enumerate(zip(producers, self.scenario.producers, strict=True))
+            for partition, base, numbers in p["acked_batches"]
+            for i, number in enumerate(numbers)
+        ]
+        acked = [value for _, _, value in acked_at]
         replicas = self._replica_logs()
         present: list[str] = []
         duplicated: list[dict[str, Any]] = []
@@ -204,12 +210,7 @@ class Cluster:
             "produced": sum(p["sent"] for p in producers),
             "acked": len(acked),
             "lost_acked": len(lost),
-            "reused_offsets": sum(
-                1
-                for p, spec in zip(producers, self.scenario.producers, strict=True)
-                for partition, offset, value in p["acked_offsets"]
-                if final.get(f"{spec['topic']}-{partition}", {}).get(offset, value) != value
-            ),
+            "reused_offsets": sum(1 for tp, offset, value in acked_at if final.get(tp, {}).get(offset, value) != value),
             "log_duplicates": sum(len(d["offsets"]) - 1 for d in duplicated),
             "diverged_replicas": diverged,
             "lost_records": lost,

@@ -206,12 +206,8 @@ class Producer:
         s = self.state
         return {
             "sent": s.generated,
-            "acked": [self.config.value_of(n) for _, _, numbers in s.acked for n in numbers],
-            "acked_offsets": [
-                (partition, base + i, self.config.value_of(n))
-                for partition, base, numbers in s.acked
-                for i, n in enumerate(numbers)
-            ],
+            "acked": sum(len(numbers) for _, _, numbers in s.acked),
+            "acked_batches": [(partition, base, list(numbers)) for partition, base, numbers in s.acked],
             "failed": s.failed,
             "in_flight": sum(len(r.batches) for r in s.requests.values()),
             "queued": len(self.accumulator),

@@ -192,8 +192,9 @@ def test_bench_std_figures_are_consistent_with_each_other() -> None:
     f = std_figures(("run.duration.ms=5000", "faults.0.at.ms=2000", "faults.0.restart.after.ms=1000"))
     assert (f["simulated_s"], f["segment_s"], len(f["wall_per_segment_s"])) == (5.0, 1.0, 5)
     assert f["invariant_violations"] == 0 and f["deliveries"] > 0
-    assert f["realtime_factor"] == pytest.approx(f["simulated_s"] / f["wall_s"], rel=0.01)
-    assert f["us_per_delivery"] == pytest.approx(f["wall_s"] / f["deliveries"] * 1e6, rel=0.01)
+    # wall_s is rounded to 10 ms, and five simulated seconds take well under a second
+    assert f["realtime_factor"] == pytest.approx(f["simulated_s"] / f["wall_s"], rel=0.03)
+    assert f["us_per_delivery"] == pytest.approx(f["wall_s"] / f["deliveries"] * 1e6, rel=0.03)
     assert f["events_per_delivery"] == pytest.approx(f["events"] / f["deliveries"], abs=0.001)
     walls = f["wall_per_segment_s"]
     assert f["minute5_vs_minute1"] == pytest.approx(walls[4] / walls[0], rel=0.05)
@@ -201,4 +202,4 @@ def test_bench_std_figures_are_consistent_with_each_other() -> None:
     p = f["producer"]
     assert p["records"] == 5000 and p["acked"] <= p["records"]  # 1,000 records a second
     assert p["records_per_request"] == pytest.approx(p["records"] / p["produce_requests"], abs=0.01)
-    assert p["records_per_wall_s"] == pytest.approx(p["records"] / f["wall_s"], rel=0.01)
+    assert p["records_per_wall_s"] == pytest.approx(p["records"] / f["wall_s"], rel=0.03)
