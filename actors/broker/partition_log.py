@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from itertools import accumulate
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from sys import intern
 from typing import Any
 
 from actors.broker.epoch_cache import EpochCache, EpochEntry
@@ -55,6 +56,12 @@ def epoch_file(tp: TopicPartition) -> str:
 
 def hw_file(tp: TopicPartition) -> str:
     return f"{tp}/replication-offset-checkpoint"
+
+
+def _shared(values: tuple[str, ...]) -> tuple[str, ...]:
+    """The values as one string object per record across every replica of the node's process:
+    each replica decodes its own copy from its fetch answers, and a long run holds millions."""
+    return tuple(map(intern, values))
 
 
 @dataclass(slots=True)
@@ -116,7 +123,7 @@ class PartitionLog:
         producer_id, producer_epoch, base_sequence = producer
         size_bytes = size_bytes or batch_size_bytes(max(map(len, values), default=0), len(values))
         batch = RecordBatch(
-            self.log_end_offset, leader_epoch, values, producer_id, producer_epoch, base_sequence, size_bytes
+            self.log_end_offset, leader_epoch, _shared(values), producer_id, producer_epoch, base_sequence, size_bytes
         )
         if values:
             self._append(out, (batch,))
@@ -131,7 +138,7 @@ class PartitionLog:
         if not batches:
             return
         assert batches[0].base_offset == end, (self.tp, batches[0].base_offset, end)
-        self._append(out, batches)
+        self._append(out, tuple(replace(b, values=_shared(b.values)) for b in batches))
 
     def truncate_to(self, out: Out, offset: int) -> bool:
         """Keep the records below `offset`; the HW and epoch cache follow. True if anything went."""
