@@ -47,6 +47,8 @@ class ProducerBatch:
     """Where its last request went."""
     correlation_id: int = -1
     """Its request in flight, or -1."""
+    sequence_reset: bool = False
+    """Renumbered after an epoch bump (`sequenceHasBeenReset`)."""
     done: bool = False
 
     @property

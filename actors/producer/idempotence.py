@@ -95,6 +95,7 @@ class Idempotence:
         sequence = 0
         for batch in state.unresolved:
             batch.producer_id, batch.producer_epoch, batch.base_sequence = self.producer_id, self.producer_epoch, sequence
+            batch.sequence_reset = True
             sequence += batch.count
         state.next_sequence, state.last_acked_sequence = sequence, -1
         state.owner = (self.producer_id, self.producer_epoch)
@@ -139,14 +140,15 @@ class Idempotence:
 
     def can_retry(self, batch: ProducerBatch, error: ErrorCode, retriable: bool) -> bool:
         """`TransactionManager.canRetry`: OUT_OF_ORDER_SEQUENCE_NUMBER is retried when the batch
-        is not next in line (an earlier one failed and goes first). UNKNOWN_PRODUCER_ID (a
+        is not next in line (an earlier one failed and goes first), or was renumbered by an epoch
+        bump while its request was in flight under the old numbers. UNKNOWN_PRODUCER_ID (a
         broker before 2.5 that lost the producer's state) fails the batch, and the producer
         takes a new id (the log start offset case, after retention, is not modelled)."""
         state = self._partition(batch.partition)
         if (batch.producer_id, batch.producer_epoch) != (self.producer_id, self.producer_epoch):
             return False
         if error is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
-            return batch.base_sequence != state.last_acked_sequence + 1
+            return batch.sequence_reset or batch.base_sequence != state.last_acked_sequence + 1
         return retriable
 
     def failed(self, batch: ProducerBatch, error: str) -> None:
