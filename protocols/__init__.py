@@ -1,6 +1,6 @@
 """Message schemas, the msgpack codec and Kafka's error codes."""
 
-from protocols import connection, metadata, producer, replication, workload, zookeeper  # noqa: F401 - register their messages
+from protocols import application, connection, group, metadata, producer, replication, workload, zookeeper  # noqa: F401 - register their messages
 from protocols.codec import Frame, FrameError, decode_frame, encode_frame
 from protocols.errors import ErrorCode
 from protocols.registry import Kind, message_type, registered

@@ -14,9 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from protocols import FrameError, Kind, decode_frame, encode_frame, registered
+from protocols.application import ApplicationCall
 from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
 from protocols.registry import field, message
+from protocols import group as g
 from protocols import metadata as m
 from protocols import producer as pr
 from protocols import replication as r
@@ -27,6 +29,8 @@ GOLDEN = Path(__file__).with_name("golden_frames.json")
 
 E = ErrorCode
 _STAT = z.Stat(czxid=12, mzxid=15, version=3, cversion=1, ephemeral_owner=257, num_children=0)
+_LEADER, _FOLLOWER = "consumer-my-group-1-3f2a", "consumer-my-group-2-9c1d"
+_OWNING = g.Subscription(("T",), (g.TopicPartitions("T", (0, 1, 2)),), generation_id=7)
 SAMPLES: dict[type, Any] = {
     z.ConnectRequest: z.ConnectRequest(18000),
     z.ConnectResponse: z.ConnectResponse(257, 18000),
@@ -108,6 +112,59 @@ SAMPLES: dict[type, Any] = {
     m.IsrUpdateRequest: m.IsrUpdateRequest("T", 0, 1, 5, (1, 2), 7, 3),
     m.IsrUpdateResponse: m.IsrUpdateResponse(E.NONE, 4),
     Disconnected: Disconnected("broker-2"),
+    ApplicationCall: ApplicationCall("stall", 15000),
+    g.FindCoordinatorRequest: g.FindCoordinatorRequest("my-group"),
+    g.FindCoordinatorResponse: g.FindCoordinatorResponse(E.NONE, 2),
+    g.JoinGroupRequest: g.JoinGroupRequest(
+        "my-group",
+        45000,
+        300000,
+        _LEADER,
+        protocols=(g.JoinGroupProtocol("range", _OWNING), g.JoinGroupProtocol("cooperative-sticky", _OWNING)),
+    ),
+    g.JoinGroupResponse: g.JoinGroupResponse(
+        E.NONE,
+        7,
+        "range",
+        _LEADER,
+        member_id=_LEADER,
+        members=(
+            g.JoinGroupMember(_LEADER, None, _OWNING),
+            g.JoinGroupMember(_FOLLOWER, "instance-2", g.Subscription(("T",))),
+        ),
+    ),
+    g.SyncGroupRequest: g.SyncGroupRequest(
+        "my-group",
+        7,
+        _LEADER,
+        protocol_name="range",
+        assignments=(
+            g.SyncGroupAssignment(_LEADER, g.Assignment((g.TopicPartitions("T", (0, 1)),))),
+            g.SyncGroupAssignment(_FOLLOWER, g.Assignment((g.TopicPartitions("T", (2,)),))),
+        ),
+    ),
+    g.SyncGroupResponse: g.SyncGroupResponse(E.NONE, "range", g.Assignment((g.TopicPartitions("T", (2,)),))),
+    g.HeartbeatRequest: g.HeartbeatRequest("my-group", 7, _FOLLOWER, "instance-2"),
+    g.HeartbeatResponse: g.HeartbeatResponse(E.REBALANCE_IN_PROGRESS),
+    g.LeaveGroupRequest: g.LeaveGroupRequest("my-group", (g.MemberIdentity(_LEADER),)),
+    g.LeaveGroupResponse: g.LeaveGroupResponse(E.UNKNOWN_MEMBER_ID),
+    g.OffsetCommitRequest: g.OffsetCommitRequest(
+        "my-group",
+        7,
+        _LEADER,
+        topics=(g.OffsetCommitTopic("T", (g.OffsetCommitPartition(0, 105, 3), g.OffsetCommitPartition(1, 98, 3))),),
+    ),
+    g.OffsetCommitResponse: g.OffsetCommitResponse(
+        (g.PartitionError("T", 0, E.ILLEGAL_GENERATION), g.PartitionError("T", 1, E.ILLEGAL_GENERATION))
+    ),
+    g.OffsetFetchRequest: g.OffsetFetchRequest("my-group", (g.TopicPartitions("T", (0, 1)),)),
+    g.OffsetFetchResponse: g.OffsetFetchResponse(
+        E.NONE, (g.OffsetFetchTopic("T", (g.OffsetFetchPartition(0, 105, 3), g.OffsetFetchPartition(1))),)
+    ),
+    g.CoordinatorElected: g.CoordinatorElected(
+        12, 4, (r.RecordBatch(40, 4, ("offset:my-group:T-0=105", "offset:my-group:T-1=98"), size_bytes=96),)
+    ),
+    g.CoordinatorResigned: g.CoordinatorResigned(12, 5),
 }
 
 

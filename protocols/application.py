@@ -1,0 +1,26 @@
+"""What the application around a client does to it, from the scenario's faults.
+
+Kafka's clients are libraries: `close()`, `unsubscribe()` or a long pause in the processing
+between two polls are the application's calls, not the network's. The kernel hands them to the
+client's actor as a message at the time the scenario says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocols.keys import SimKey
+from protocols.registry import Kind, message
+
+__all__ = ["APPLICATION_ACTIONS", "ApplicationCall"]
+
+APPLICATION_ACTIONS = ("close", "unsubscribe", "stall")
+
+
+@message(SimKey.APPLICATION_CALL, kind=Kind.ONE_WAY)
+@dataclass(frozen=True, slots=True)
+class ApplicationCall:
+    action: str
+    """`close`, `unsubscribe`, or `stall` (the processing of the records in hand takes
+    `duration_ms` longer: a slow batch, a blocking call)."""
+    duration_ms: int = 0
