@@ -23,6 +23,8 @@ from actors.broker.config import BROKER_ACTOR, CONTROLLER_ACTOR, BrokerConfig, c
 from actors.controller import zkdata as zk
 from actors.controller.behavior import Controller, ControllerConfig
 from actors.controller.kafka_controller import ControllerSettings
+from actors.consumer.behavior import Consumer
+from actors.consumer.config import AppCommit, ConsumerConfig
 from actors.core import Address
 from actors.producer.behavior import Producer, ProducerConfig
 from actors.producer.partitioner import Partitioning
@@ -31,14 +33,15 @@ from actors.zookeeper.behavior import ZooKeeper
 from protocols.replication import LeaderAndIsrPartition
 from sim.disk import CrashKind, Disk
 from sim.eventlog import EventLog
-from sim.faults import Fault, check_fault, fault_from_scenario, schedule_fault
+from sim.faults import CONSUMER_ACTOR, Fault, check_fault, fault_from_scenario, schedule_fault
+from sim.groups import GroupAccounting
 from sim.invariants import Invariants, diverged_replicas, lost_acknowledged
 from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec, StopReason
 from sim.network import NetworkConfig
 from sim.scenario import Scenario, replica_assignment
 from sim.trace import LOG_SCHEMA_VERSION
 
-__all__ = ["Cluster", "check_scenario"]
+__all__ = ["Cluster", "check_scenario", "consumer_configs"]
 
 
 def check_scenario(scenario: Scenario) -> list[Fault]:
@@ -82,6 +85,8 @@ class Cluster:
         )
         self.invariants = Invariants()
         self.kernel.observe(self.invariants)
+        self.groups = GroupAccounting()
+        self.kernel.observe(self.groups)
         self.kernel.fail_on_violation = scenario.get("run", "invariants") == "fail"
         specs = _node_specs(scenario, znodes)
         faults = check_scenario(scenario)
@@ -215,6 +220,7 @@ class Cluster:
             "diverged_replicas": diverged,
             "lost_records": lost,
             "duplicated_records": duplicated,
+            **self.groups.summary(),
         }
 
     def _replica_logs(self) -> dict[str, dict[int, dict[str, Any]]]:
@@ -243,7 +249,60 @@ class Cluster:
 
 
 def _node_specs(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = ()) -> list[NodeSpec]:
-    return _kafka_nodes(scenario, znodes) + _workload_nodes(scenario)
+    return _kafka_nodes(scenario, znodes) + _consumer_nodes(scenario) + _workload_nodes(scenario)
+
+
+def consumer_configs(scenario: Scenario) -> list[ConsumerConfig]:
+    """One consumer process per `count` of each `[[consumers]]` entry: `consumer-1`,
+    `consumer-2`, ... in the order of the file. Each is its own JVM, so each has Kafka's
+    default client id `consumer-<group>-1`."""
+    brokers = scenario.get("cluster", "brokers")
+    partitions = tuple((t["name"], t["partitions"]) for t in scenario.topics)
+    configs = []
+    for entry in scenario.consumers:
+        for i in range(entry["count"]):
+            instance = entry["group.instance.id"]
+            if instance is not None and entry["count"] > 1:
+                instance = f"{instance}-{i + 1}"
+            configs.append(
+                ConsumerConfig(
+                    name=f"consumer-{len(configs) + 1}",
+                    group_id=entry["group.id"],
+                    topics=tuple(entry["topics"]),
+                    partitions=partitions,
+                    bootstrap=tuple(range(1, brokers + 1)),
+                    offsets_partitions=scenario.get("broker", "offsets.topic.num.partitions"),
+                    version=scenario.profile.version,
+                    group_instance_id=instance,
+                    client_id=f"consumer-{entry['group.id']}-1",
+                    session_timeout_ms=entry["session.timeout.ms"],
+                    heartbeat_interval_ms=entry["heartbeat.interval.ms"],
+                    max_poll_interval_ms=entry["max.poll.interval.ms"],
+                    max_poll_records=entry["max.poll.records"],
+                    fetch_min_bytes=entry["fetch.min.bytes"],
+                    fetch_max_wait_ms=entry["fetch.max.wait.ms"],
+                    max_partition_fetch_bytes=entry["max.partition.fetch.bytes"],
+                    enable_auto_commit=entry["enable.auto.commit"],
+                    auto_commit_interval_ms=entry["auto.commit.interval.ms"],
+                    auto_offset_reset=entry["auto.offset.reset"],
+                    assignment_strategy=tuple(entry["partition.assignment.strategy"]),
+                    request_timeout_ms=entry["request.timeout.ms"],
+                    retry_backoff_ms=entry["retry.backoff.ms"],
+                    default_api_timeout_ms=entry["default.api.timeout.ms"],
+                    app_commit=AppCommit(entry["commit"]),
+                    poll_timeout_ms=entry["poll.timeout.ms"],
+                    process_record_ms=entry["process.record.ms"],
+                    start_ms=entry["start.ms"],
+                )
+            )
+    return configs
+
+
+def _consumer_nodes(scenario: Scenario) -> list[NodeSpec]:
+    return [
+        NodeSpec(config.name, (ActorSpec(CONSUMER_ACTOR, lambda c=config: Consumer(c)),))
+        for config in consumer_configs(scenario)
+    ]
 
 
 def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = ()) -> list[NodeSpec]:
@@ -254,7 +313,7 @@ def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = 
         return []
     settings = scenario.sections["broker"]
     zookeeper_mode = scenario.get("cluster", "metadata.mode") == "zookeeper"
-    assignments = {t["name"]: replica_assignment(t, brokers) for t in scenario.topics}
+    assignments = {t["name"]: replica_assignment(t, brokers) for t in scenario.all_topics}
     specs = []
     if zookeeper_mode:
         specs.append(NodeSpec("zookeeper", (ActorSpec("zookeeper", lambda: ZooKeeper(initial=_topic_znodes(assignments) + znodes)),)))

@@ -11,11 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from actors.core import Address
+from protocols.application import APPLICATION_ACTIONS, ApplicationCall
 from sim.disk import CrashKind
 from sim.kernel import Kernel
 from sim.network import FaultKind, LinkFault
 
-__all__ = ["Fault", "FaultError", "fault_from_scenario", "schedule_fault"]
+__all__ = ["CONSUMER_ACTOR", "Fault", "FaultError", "fault_from_scenario", "schedule_fault"]
+
+CONSUMER_ACTOR = "consumer"
+"""The actor of a consumer node (`consumer-N/consumer`), to which the application's calls go."""
 
 
 class FaultError(ValueError):
@@ -96,6 +101,11 @@ def schedule_fault(kernel: Kernel, fault: Fault) -> None:
             kernel.schedule(at + fault.duration_ms, "heal", kernel.heal)
     elif kind == "heal":
         kernel.schedule(at, "heal", kernel.heal)
+    elif kind in APPLICATION_ACTIONS:
+        node = _node(fault)
+        call = ApplicationCall(kind, fault.duration_ms or 0)
+        target = Address(node, CONSUMER_ACTOR)
+        kernel.schedule(at, f"{kind} {node}", lambda: _tell(kernel, target, call))
     else:
         link = LinkFault(
             kind=FaultKind(kind),
@@ -107,6 +117,11 @@ def schedule_fault(kernel: Kernel, fault: Fault) -> None:
             delay_ms=fault.delay_ms,
         )
         kernel.schedule(at, f"{kind} fault", lambda: kernel.add_link_fault(link))
+
+
+def _tell(kernel: Kernel, target: Address, call: ApplicationCall) -> None:
+    if not kernel.tell(target, call):
+        kernel.emit("application_call_ignored", target=str(target), action=call.action)
 
 
 def _node(fault: Fault) -> str:

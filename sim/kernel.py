@@ -56,6 +56,8 @@ __all__ = [
 KERNEL = Address("sim", "kernel")
 CONNECTION = "connection"
 """The actor name `Disconnected` comes from: the peer's end of the connection, not an actor."""
+APPLICATION = "application"
+"""The source of an application's calls to its client (`Kernel.tell`)."""
 
 
 class HostKind(StrEnum):
@@ -484,6 +486,19 @@ class Kernel:
                     pending,
                     (envelope.deliver_ms, self._seq, src, dst, envelope.frame, envelope.connection),
                 )
+
+    def tell(self, actor: Address, message: Any) -> bool:
+        """Hand `actor` a call from the application around it (a consumer's `close()`), now,
+        before its other events of this millisecond. False if it is not up to hear it."""
+        node = self._nodes.get(actor.node)
+        if node is None or not node.up or actor not in self._hosts:
+            return False
+        self._seq += 1
+        src = Address(actor.node, APPLICATION)
+        connection = self.network.connection(actor.node, actor.node)
+        heapq.heappush(self._pending, (self.now_ms, self._seq, src, actor, encode_frame(message), connection))
+        self._kernel_emit(self.now_ms, "application_called", target=str(actor), action=getattr(message, "action", ""))
+        return True
 
     def _disconnect(self, ts_ms: int, peer: str, actor: Address) -> bool:
         """Tell `actor` that its connection to node `peer` closed, one latency after `ts_ms`

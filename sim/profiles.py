@@ -67,6 +67,21 @@ class Profile:
     """KIP-394 (2.2.0): a first JoinGroup gets MEMBER_ID_REQUIRED."""
     async_commit_before_rebalance: bool
     """KAFKA-13310 (3.2.0): the pre-rebalance auto-commit is async and awaited."""
+    heartbeat_none_while_completing: bool
+    """2.6.0: a Heartbeat in CompletingRebalance is answered NONE (REBALANCE_IN_PROGRESS before)."""
+    delayed_sync: bool
+    """KAFKA-12890 (2.8.1 / 3.0.0): members that do not send SyncGroup within the rebalance
+    timeout are removed (`DelayedSync`)."""
+    static_membership: bool
+    """KIP-345 (2.3.0): `group.instance.id`; static members never send LeaveGroup."""
+    offsets_expire_when_empty: bool
+    """KIP-211 (2.1.0): a group's offsets expire from when it became Empty, not per commit."""
+    keep_member_id_on_illegal_generation: bool
+    """KAFKA-13419 (3.2.0): ILLEGAL_GENERATION resets the generation but keeps the member id;
+    and partitions are lost on a generation *or* member id reset."""
+    pending_revocation_before_commit: bool
+    """KAFKA-14196 (3.2.3 / 3.3.0): EAGER with auto-commit marks the partitions pending
+    revocation before the pre-rebalance commit, so polls stop returning them."""
     accept_unknown_producer: bool
     """KIP-360 (2.5.0): a broker accepts any sequence from a producer id it has no state for
     (before: UNKNOWN_PRODUCER_ID unless the sequence is 0), and an idempotent producer closes a
@@ -93,6 +108,12 @@ class Profile:
             hw_needs_min_isr=v >= (3, 7, 0),
             member_id_required=v >= (2, 2, 0),
             async_commit_before_rebalance=v >= (3, 2, 0),
+            heartbeat_none_while_completing=v >= (2, 6, 0),
+            delayed_sync=v >= (2, 8, 1),
+            static_membership=v >= (2, 3, 0),
+            offsets_expire_when_empty=v >= (2, 1, 0),
+            keep_member_id_on_illegal_generation=v >= (3, 2, 0),
+            pending_revocation_before_commit=v >= (3, 2, 3),
             accept_unknown_producer=v >= (2, 5, 0),
             defaults=_defaults(v),
         )
@@ -113,7 +134,9 @@ def _defaults(v: Version) -> dict[str, Any]:
         "zookeeper.session.timeout.ms": 18000 if v >= (2, 5, 0) else 6000,
         "unclean.leader.election.enable": v < (0, 11, 0),
         "group.initial.rebalance.delay.ms": 3000 if v >= (0, 11, 0) else 0,  # KIP-134
-        "offsets.retention.minutes": 10080 if v >= (2, 0, 0) else 1440,
+        "offsets.retention.minutes": 10080 if v >= (2, 0, 0) else 1440,  # KIP-186
+        "group.max.session.timeout.ms": 1800000 if v >= (2, 3, 0) else 300000,  # KIP-345
+        "partition.assignment.strategy": ["range", "cooperative-sticky"] if v >= (3, 0, 0) else ["range"],
         "session.timeout.ms": session_timeout,  # KIP-735 for 3.0
         "acks": "all" if v >= (3, 0, 0) else "1",  # KIP-679
         "enable.idempotence": idempotence,

@@ -25,6 +25,7 @@ from protocols.replication import RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD
 from sim.profiles import Profile
 
 __all__ = [
+    "OFFSETS_TOPIC",
     "SECTIONS",
     "Scenario",
     "ScenarioError",
@@ -33,6 +34,9 @@ __all__ = [
     "parse_scenario",
     "replica_assignment",
 ]
+
+
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 class ScenarioError(ValueError):
@@ -103,6 +107,27 @@ SECTIONS: dict[str, tuple[Setting, ...]] = {
         _s("auto.leader.rebalance.enable", bool, True),
         _s("leader.imbalance.check.interval.seconds", int, 300, low=1),
         _s("leader.imbalance.per.broker.percentage", int, 10, low=0, high=100),
+        _s("offsets.topic.num.partitions", int, 50, low=1, high=10000, doc="partitions of __consumer_offsets"),
+        _s(
+            "offsets.topic.replication.factor",
+            int,
+            3,
+            low=1,
+            doc="capped by the broker count (Kafka refuses to create the topic instead)",
+        ),
+        _s("offsets.commit.timeout.ms", int, 5000, low=1),
+        _s("offsets.retention.minutes", int, None, low=1, profile_default="offsets.retention.minutes"),
+        _s("offsets.retention.check.interval.ms", int, 600000, low=1),
+        _s(
+            "group.initial.rebalance.delay.ms",
+            int,
+            None,
+            low=0,
+            profile_default="group.initial.rebalance.delay.ms",
+        ),
+        _s("group.min.session.timeout.ms", int, 6000, low=0),
+        _s("group.max.session.timeout.ms", int, None, low=0, profile_default="group.max.session.timeout.ms"),
+        _s("controlled.shutdown.enable", bool, True, doc="a stopping broker first moves its leaderships"),
     ),
     "workload": (
         _s("kind", str, "gossip", choices=("gossip",)),
@@ -125,6 +150,9 @@ FAULT_KINDS = (
     "duplicate",
     "reorder",
     "corrupt",
+    "close",
+    "unsubscribe",
+    "stall",
 )
 
 _NODES = list[str]
@@ -155,6 +183,12 @@ FAULT_SETTINGS: dict[str, tuple[Setting, ...]] = {
     "corrupt": (_PROBABILITY, *_LINK),
     "reorder": (_PROBABILITY, _s("delay.ms", int, 50, low=0), *_LINK),
     "delay": (_s("delay.ms", int, None, low=1, required=True), *_LINK),
+    "close": (_s("node", str, required=True, doc="a consumer: its application calls close()"),),
+    "unsubscribe": (_s("node", str, required=True, doc="a consumer: its application calls unsubscribe()"),),
+    "stall": (
+        _s("node", str, required=True, doc="a consumer: its processing between two polls takes longer"),
+        _s("duration.ms", int, None, low=1, required=True),
+    ),
 }
 TOPIC_SETTINGS = (
     _s("name", str, required=True),
@@ -192,12 +226,50 @@ PRODUCER_SETTINGS = (
     _s("keys", int, 0, low=0, doc="distinct keys (record n has key-{n % keys}); 0: no keys"),
     _s("record.bytes", int, 100, low=0, doc="a record's key and value size"),
 )
+CONSUMER_SETTINGS = (
+    _s("group.id", str, "group-1"),
+    _s("topics", list[str], None, required=True, doc="the topics it subscribes to"),
+    _s("count", int, 1, low=1, high=1000, doc="identical consumer processes, each its own node"),
+    _s("group.instance.id", str, None, doc="static membership (2.3+); with count > 1, suffixed -1, -2, ..."),
+    _s("session.timeout.ms", int, None, low=1, profile_default="session.timeout.ms"),
+    _s("heartbeat.interval.ms", int, 3000, low=1),
+    _s("max.poll.interval.ms", int, 300000, low=1, doc="also the rebalance timeout sent in JoinGroup"),
+    _s("max.poll.records", int, 500, low=1),
+    _s("fetch.min.bytes", int, 1, low=0),
+    _s("fetch.max.wait.ms", int, 500, low=0),
+    _s("max.partition.fetch.bytes", int, 1048576, low=1),
+    _s("enable.auto.commit", bool, True),
+    _s("auto.commit.interval.ms", int, 5000, low=1),
+    _s("auto.offset.reset", str, "latest", choices=("latest", "earliest", "none")),
+    _s(
+        "partition.assignment.strategy",
+        list[str],
+        None,
+        profile_default="partition.assignment.strategy",
+        doc="assignor names, most preferred first: range, roundrobin, sticky, cooperative-sticky",
+    ),
+    _s("request.timeout.ms", int, 30000, low=1),
+    _s("retry.backoff.ms", int, 100, low=0),
+    _s("default.api.timeout.ms", int, 60000, low=1, doc="how long commitSync retries"),
+    _s(
+        "commit",
+        str,
+        "none",
+        choices=("none", "sync", "async", "on_revoke"),
+        doc="what the application commits besides auto-commit: commitSync or commitAsync after "
+        "each poll's records, or commitSync of the revoked partitions in onPartitionsRevoked",
+    ),
+    _s("poll.timeout.ms", int, 100, low=0, doc="the Duration the application passes to poll()"),
+    _s("process.record.ms", int, 0, low=0, doc="the application's processing time per record"),
+    _s("start.ms", int, 0, low=0),
+)
 DELIVERY_TIMEOUT_DEFAULT_MS = 120000
 MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
 ARRAYS: dict[str, Any] = {
     "faults": FAULT_SETTINGS,
     "topics": TOPIC_SETTINGS,
     "producers": PRODUCER_SETTINGS,
+    "consumers": CONSUMER_SETTINGS,
 }
 
 
@@ -211,6 +283,7 @@ class Scenario:
     profile: Profile = field(default_factory=lambda: Profile.for_version("3.9"))
     topics: tuple[dict[str, Any], ...] = ()
     producers: tuple[dict[str, Any], ...] = ()
+    consumers: tuple[dict[str, Any], ...] = ()
 
     def get(self, section: str, key: str) -> Any:
         return self.sections[section][key]
@@ -223,13 +296,35 @@ class Scenario:
     def name(self) -> str:
         return self.get("run", "name")
 
+    @property
+    def all_topics(self) -> tuple[dict[str, Any], ...]:
+        """The scenario's topics, and `__consumer_offsets` when it has consumer groups (Kafka
+        creates it on the first FindCoordinator; here it exists from the start)."""
+        if not self.consumers:
+            return self.topics
+        cluster = self.sections["broker"]
+        offsets = {
+            "name": OFFSETS_TOPIC,
+            "partitions": cluster["offsets.topic.num.partitions"],
+            "replication.factor": min(cluster["offsets.topic.replication.factor"], self.get("cluster", "brokers")),
+            "replicas": [],
+            "min.insync.replicas": None,
+        }
+        return (*self.topics, offsets)
+
     def to_toml(self) -> str:
         """The resolved scenario, as TOML that loads back to the same scenario."""
         lines = [f"# resolved scenario (from {self.source}); kafka profile {self.profile.name}"]
         for section, values in self.sections.items():
             lines += ["", f"[{section}]"]
             lines += [f'"{k}" = {_toml_value(v)}' for k, v in values.items() if v is not None]
-        for name, entries in (("topics", self.topics), ("producers", self.producers), ("faults", self.faults)):
+        arrays = (
+            ("topics", self.topics),
+            ("producers", self.producers),
+            ("consumers", self.consumers),
+            ("faults", self.faults),
+        )
+        for name, entries in arrays:
             for entry in entries:
                 lines += ["", f"[[{name}]]"]
                 lines += [f'"{k}" = {_toml_value(v)}' for k, v in entry.items() if v is not None]
@@ -384,6 +479,7 @@ def _resolve(raw: dict[str, Any], source: str) -> Scenario:
         profile,
         tuple(arrays["topics"]),
         tuple(arrays["producers"]),
+        tuple(arrays["consumers"]),
     )
     _check_relations(scenario)
     return scenario
@@ -395,10 +491,12 @@ def _fill_profile_defaults(
     """Settings whose default depends on the Kafka version take it from the profile."""
     tables = [(SECTIONS[name], sections[name]) for name in SECTIONS]
     tables += [(PRODUCER_SETTINGS, entry) for entry in arrays["producers"]]
+    tables += [(CONSUMER_SETTINGS, entry) for entry in arrays["consumers"]]
     for settings, table in tables:
         for setting in settings:
             if setting.profile_default is not None and table.get(setting.key) is None:
                 value = profile.defaults[setting.profile_default]
+                value = list(value) if isinstance(value, list) else value
                 table[setting.key] = _ACKS[value] if setting.kind == "acks" else value
 
 
@@ -523,7 +621,7 @@ def _is_list_of(value: Any, kind: Any) -> bool:
 def _list_doc(kind: Any) -> str:
     if kind == list[list[int]]:
         return "a list of broker-id lists, one per partition"
-    return "a list of node names" if kind == list[str] else "two lists of node names"
+    return "a list of names" if kind == list[str] else "two lists of node names"
 
 
 def replica_assignment(topic: dict[str, Any], brokers: int) -> list[list[int]]:
@@ -571,6 +669,39 @@ def _check_topics(scenario: Scenario) -> None:
                 f"topic of [[topics]] (defined: {known})"
             )
             raise ScenarioError(msg)
+    _check_consumers(scenario, seen)
+
+
+def _check_consumers(scenario: Scenario, topics: set[str]) -> None:
+    from actors.consumer.assignors import UnknownAssignor, check_strategy  # noqa: PLC0415
+
+    for i, consumer in enumerate(scenario.consumers):
+        where = f"{scenario.source}: [[consumers]] #{i + 1}"
+        for topic in consumer["topics"]:
+            if topic not in topics:
+                known = ", ".join(sorted(topics)) or "none"
+                msg = f"{where}: topics: {topic!r} is not a topic of [[topics]] (defined: {known})"
+                raise ScenarioError(msg)
+        if not consumer["topics"]:
+            msg = f"{where}: topics: a consumer needs at least one topic"
+            raise ScenarioError(msg)
+        if consumer["heartbeat.interval.ms"] >= consumer["session.timeout.ms"]:
+            msg = (
+                f"{where}: heartbeat.interval.ms ({consumer['heartbeat.interval.ms']}) must be lower "
+                f"than session.timeout.ms ({consumer['session.timeout.ms']})"
+            )
+            raise ScenarioError(msg)
+        try:
+            check_strategy(consumer["partition.assignment.strategy"])
+        except UnknownAssignor as exc:
+            msg = f"{where}: partition.assignment.strategy: {exc}"
+            raise ScenarioError(msg) from None
+        if consumer["group.instance.id"] is not None and not scenario.profile.static_membership:
+            msg = f"{where}: group.instance.id needs Kafka 2.3 or later (the version is {scenario.profile.name})"
+            raise ScenarioError(msg)
+    if scenario.consumers and scenario.get("cluster", "brokers") == 0:
+        msg = f"{scenario.source}: [[consumers]] needs brokers: set [cluster] brokers"
+        raise ScenarioError(msg)
 
 
 def _check_relations(scenario: Scenario) -> None:

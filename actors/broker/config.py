@@ -8,11 +8,22 @@ from actors.core import Address
 from protocols.replication import LeaderAndIsrPartition
 from sim.profiles import Profile
 
-__all__ = ["BROKER_ACTOR", "CONTROLLER_ACTOR", "BrokerConfig", "broker_address", "controller_address"]
+__all__ = [
+    "BROKER_ACTOR",
+    "CONTROLLER_ACTOR",
+    "GROUP_COORDINATOR_ACTOR",
+    "BrokerConfig",
+    "broker_address",
+    "controller_address",
+    "group_coordinator_address",
+]
 
 BROKER_ACTOR = "broker"
 CONTROLLER_ACTOR = "controller"
 """The actor on every broker node that is its ZooKeeper client and controller candidate."""
+GROUP_COORDINATOR_ACTOR = "group-coordinator"
+"""The actor on every broker node that coordinates the groups whose `__consumer_offsets`
+partition the broker leads."""
 
 
 def broker_address(broker_id: int) -> Address:
@@ -21,6 +32,10 @@ def broker_address(broker_id: int) -> Address:
 
 def controller_address(broker_id: int) -> Address:
     return Address(f"broker-{broker_id}", CONTROLLER_ACTOR)
+
+
+def group_coordinator_address(broker_id: int) -> Address:
+    return Address(f"broker-{broker_id}", GROUP_COORDINATOR_ACTOR)
 
 
 @dataclass(frozen=True, slots=True)

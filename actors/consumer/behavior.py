@@ -1,0 +1,1084 @@
+"""A consumer process: the application's poll loop, the consumer coordinator and the fetcher.
+
+What it models of the Java consumer (`ClassicKafkaConsumer`, `ConsumerCoordinator`,
+`AbstractCoordinator` and its `HeartbeatThread`, `Fetcher`):
+
+- **The application** calls `poll()`, processes what it returned (`process.record.ms` per
+  record; an application stall adds to it), commits if it is written to (`commit`), and polls
+  again. A poll waits up to `poll.timeout.ms` for records; every answer that arrives while it
+  waits runs the poll's loop again, as `KafkaConsumer.poll` does.
+- **`coordinator.poll`** in each loop: find the coordinator; if a rejoin is needed, run
+  `onJoinPrepare` (the pre-rebalance commit, by version, then the revocation) and send
+  JoinGroup, without waiting for the rebalance (a zero timer); run `onJoinComplete` for a
+  SyncGroup answered since; then, only if the coordinator is known and no rebalance is in
+  flight, the periodic auto-commit of the positions (the *previous* polls' records).
+- **JoinGroup and SyncGroup answers** are handled when they arrive (the network client does it
+  in whichever thread polls it): the leader runs the assignor at once and sends SyncGroup.
+- **The heartbeat thread** runs from the JoinGroup answer until the member leaves or resets:
+  a heartbeat every `heartbeat.interval.ms`; no successful heartbeat for `session.timeout.ms`
+  marks the coordinator unknown; `max.poll.interval.ms` after the last `poll()` a dynamic
+  member sends LeaveGroup and a static one only resets itself (it fires exactly then, where
+  Kafka notices it at the thread's next wake-up, at most `retry.backoff.ms` later).
+- **Commits**: auto-commit, commitSync (retried until `default.api.timeout.ms`), commitAsync
+  (never retried), a commit in `onPartitionsRevoked`, and `close()`'s synchronous commit. A
+  commit carries the generation only when the member is STABLE (`generationIfStable`);
+  otherwise it fails without being sent.
+- **The application's calls** (`close()`, `unsubscribe()`, a stall) come from the scenario's
+  faults as `ApplicationCall` messages.
+
+Every fact the analytics need is logged: records processed per partition as offset ranges,
+commits sent and answered, assignments, revocations and losses with their reason.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from actors.broker.config import broker_address, group_coordinator_address
+from actors.consumer.assignors import ASSIGNORS, MemberSubscription, RebalanceProtocol, rebalance_protocol
+from actors.consumer.config import AppCommit, ConsumerConfig, JoinPrepareCommit
+from actors.consumer.fetcher import Fetcher, Returned
+from actors.consumer.membership import Commit, CommitKind, MemberState, Membership
+from actors.core import Ctx, Inbound, Out
+from protocols.application import ApplicationCall
+from protocols.connection import Disconnected
+from protocols.errors import ErrorCode
+from protocols.group import (
+    Assignment,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupProtocol,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberIdentity,
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitTopic,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    Subscription,
+    SyncGroupAssignment,
+    SyncGroupRequest,
+    SyncGroupResponse,
+    TopicPartitions,
+)
+from protocols.metadata import MetadataRequest, MetadataResponse
+from protocols.replication import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    FetchResponse,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+)
+from protocols.types import TopicPartition
+
+__all__ = ["Consumer"]
+
+_COORDINATOR_ERRORS = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
+_RETRIABLE_COMMIT = frozenset(
+    {
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.REQUEST_TIMED_OUT,
+    }
+)
+_FENCING = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID})
+_METADATA_ERRORS = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+)
+DISCONNECTED = "DISCONNECTED"
+TIMEOUT = "TIMEOUT"
+COMMIT_FAILED = "COMMIT_FAILED"
+"""`CommitFailedException` raised by the client without sending (the member is not in an
+active generation)."""
+
+
+class App(Enum):
+    """What the application thread is doing."""
+
+    STARTING = "starting"
+    POLLING = "polling"
+    """Inside `poll()`, waiting for records until the poll's deadline."""
+    PROCESSING = "processing"
+    """Processing the records the last poll returned."""
+    BLOCKED = "blocked"
+    """Inside a call that waits for a commit (commitSync, a synchronous pre-rebalance commit,
+    a commit in `onPartitionsRevoked`, `close()`)."""
+    STOPPED = "stopped"
+    """After `close()`, `unsubscribe()` or a fatal error: it polls no more."""
+
+
+class Consumer:
+    def __init__(self, config: ConsumerConfig) -> None:
+        self.config = config
+        self.m = Membership()
+        self.fetcher = Fetcher(config.max_partition_fetch_bytes, config.fetch_min_bytes, config.fetch_max_wait_ms)
+        self.protocol = rebalance_protocol(config.assignment_strategy)
+        self.app = App.STARTING
+        self.app_until_ms = 0
+        self.stall_until_ms = 0
+        self.last_poll_ms = 0
+        self.next_auto_commit_ms = 0
+        self.processing: list[Returned] = []
+        self.processing_generation = -1
+        self.processing_member = ""
+        self.blocked_on: int | None = None
+        self.blocked_then = ""
+        """What the application does once the commit it waits for is answered."""
+        self.requests: dict[int, tuple[str, int, Any]] = {}
+        """Correlation id -> (kind, broker, detail) of each request in flight."""
+        self.next_correlation_id = 0
+        self.find_target = 0
+        self.find_in_flight: int | None = None
+        self.metadata_in_flight: int | None = None
+        self.offset_fetch_in_flight: int | None = None
+        self.list_offsets_in_flight: set[int] = set()
+        self.rng: Any = None
+        self.now_ms = 0
+        self.processed = 0
+        self.closing = False
+        self.previous_assignment: list[TopicPartition] = []
+
+    # ------------------------------------------------------------------ handlers
+
+    def on_start(self, ctx: Ctx) -> Out:
+        self.now_ms = ctx.now_ms
+        self.rng = ctx.rng
+        out = Out()
+        cfg = self.config
+        out.emit(
+            "consumer_started",
+            group_id=cfg.group_id,
+            client_id=cfg.client_id,
+            group_instance_id=cfg.group_instance_id,
+            topics=list(cfg.topics),
+            assignment_strategy=list(cfg.assignment_strategy),
+            enable_auto_commit=cfg.enable_auto_commit,
+            commit=cfg.app_commit.value,
+        )
+        out.set_timer("app", max(0, cfg.start_ms - ctx.now_ms))
+        return out
+
+    def on_timer(self, ctx: Ctx, key: str) -> Out:
+        self.now_ms = ctx.now_ms
+        out = Out()
+        kind, _, arg = key.partition(":")
+        if kind == "app":
+            self._app_timer(out)
+        elif kind == "heartbeat":
+            self._heartbeat_thread(out)
+        elif kind == "poll-timeout":
+            self._poll_timeout(out)
+        elif kind == "timeout":
+            self._request_timed_out(out, int(arg))
+        elif kind == "metadata":
+            self._request_metadata(out)
+        elif kind == "find-backoff":
+            self._find_coordinator(out)
+        elif kind == "commit-retry":
+            self._retry_commit(out, int(arg))
+        return out
+
+    def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
+        self.now_ms = ctx.now_ms
+        out = Out()
+        message = inbound.message
+        if isinstance(message, ApplicationCall):
+            self._application_call(out, message)
+            return out
+        if isinstance(message, Disconnected):
+            if message.peer.startswith("broker-"):
+                self._disconnected(out, int(message.peer.rsplit("-", 1)[1]))
+            return out
+        request = self.requests.pop(inbound.correlation_id, None)
+        if request is None:
+            return out  # answered after it timed out, or its connection closed
+        out.cancel_timer(f"timeout:{inbound.correlation_id}")
+        kind, broker, detail = request
+        match message:
+            case FindCoordinatorResponse():
+                self._on_find_coordinator(out, message)
+            case JoinGroupResponse():
+                self._on_join_group(out, inbound.correlation_id, message)
+            case SyncGroupResponse():
+                self._on_sync_group(out, inbound.correlation_id, message)
+            case HeartbeatResponse():
+                self._on_heartbeat(out, detail, message.error_code)
+            case OffsetCommitResponse():
+                error = next((p.error_code for p in message.partitions), ErrorCode.NONE)
+                self._commit_answered(out, detail, error.name, error)
+            case OffsetFetchResponse():
+                self._on_offset_fetch(out, inbound.correlation_id, message)
+            case FetchResponse():
+                self._on_fetch(out, broker, detail, message)
+            case ListOffsetsResponse():
+                self._on_list_offsets(out, inbound.correlation_id, message)
+            case MetadataResponse():
+                self._on_metadata(out, message)
+            case LeaveGroupResponse():
+                pass
+        self._resume_poll(out)
+        return out
+
+    def snapshot(self) -> dict[str, Any]:
+        m = self.m
+        return {
+            "group_id": self.config.group_id,
+            "state": m.state.value,
+            "member_id": m.member_id,
+            "generation_id": m.generation_id,
+            "coordinator": m.coordinator,
+            "assignment": [str(tp) for tp in self.fetcher.owned()],
+            "positions": {str(tp): s.position for tp, s in sorted(self.fetcher.assigned.items())},
+            "app": self.app.value,
+            "processed": self.processed,
+        }
+
+    # ------------------------------------------------------------------ the application
+
+    def _app_timer(self, out: Out) -> None:
+        if self.app is App.STARTING:
+            self._request_metadata(out)
+            self._find_coordinator(out)
+            self._poll(out)
+        elif self.app is App.PROCESSING and self.now_ms >= self.app_until_ms:
+            self._processed(out)
+        elif self.app is App.POLLING and self.now_ms >= self.app_until_ms:
+            self._poll(out)  # the poll returned nothing: the application polls again
+
+    def _poll(self, out: Out) -> None:
+        """The application calls `poll()`."""
+        if self.now_ms < self.stall_until_ms:
+            self.app, self.app_until_ms = App.PROCESSING, self.stall_until_ms
+            out.set_timer("app", self.stall_until_ms - self.now_ms)
+            return
+        self.last_poll_ms = self.now_ms
+        self._arm_poll_timeout(out)
+        self.app = App.POLLING
+        self.app_until_ms = self.now_ms + self.config.poll_timeout_ms
+        out.set_timer("app", self.config.poll_timeout_ms)
+        self._poll_loop(out)
+
+    def _resume_poll(self, out: Out) -> None:
+        """An answer arrived: a waiting `poll()` runs its loop again."""
+        if self.app is App.POLLING:
+            self._poll_loop(out)
+
+    def _poll_loop(self, out: Out) -> None:
+        """One pass of `KafkaConsumer.poll`'s loop: the coordinator, positions, records."""
+        self._coordinator_poll(out)
+        if self.app is not App.POLLING:
+            return  # a call inside it blocks (a synchronous commit) or stopped the consumer
+        self._update_fetch_positions(out)
+        returned = self.fetcher.collect(self.config.max_poll_records)
+        if returned:
+            self._process(out, returned)
+            return
+        self._send_fetches(out)
+
+    def _process(self, out: Out, returned: list[Returned]) -> None:
+        self.processing = returned
+        self.processing_generation = self.m.generation_id
+        self.processing_member = self.m.member_id
+        count = sum(r.end - r.first for r in returned)
+        self.app = App.PROCESSING
+        self.app_until_ms = self.now_ms + count * self.config.process_record_ms
+        out.set_timer("app", self.app_until_ms - self.now_ms)
+
+    def _processed(self, out: Out) -> None:
+        """The application finished the records: log them, commit as written, poll again."""
+        cfg = self.config
+        for r in self.processing:
+            self.processed += r.end - r.first
+            out.emit(
+                "records_processed",
+                group_id=cfg.group_id,
+                member_id=self.processing_member,
+                generation_id=self.processing_generation,
+                topic=r.tp.topic,
+                partition=r.tp.partition,
+                first_offset=r.first,
+                end_offset=r.end,
+                records=r.end - r.first,
+            )
+        self.processing = []
+        if cfg.app_commit is AppCommit.SYNC:
+            self._block_on_commit(out, CommitKind.SYNC, self.fetcher.all_consumed(), then="poll")
+            return
+        if cfg.app_commit is AppCommit.ASYNC:
+            self._commit(out, CommitKind.ASYNC, self.fetcher.all_consumed())
+        self._poll(out)
+
+    def _application_call(self, out: Out, call: ApplicationCall) -> None:
+        if self.app is App.STOPPED:
+            return
+        if call.action == "stall":
+            self.stall_until_ms = max(self.stall_until_ms, self.now_ms + call.duration_ms)
+            if self.app is App.PROCESSING and self.app_until_ms < self.stall_until_ms:
+                self.app_until_ms = self.stall_until_ms
+                out.set_timer("app", self.app_until_ms - self.now_ms)
+        elif call.action == "close":
+            self._close(out)
+        elif call.action == "unsubscribe":
+            self._unsubscribe(out)
+
+    def _stop(self, out: Out) -> None:
+        self.app = App.STOPPED
+        out.cancel_timer("app")
+        out.cancel_timer("heartbeat")
+        out.cancel_timer("poll-timeout")
+
+    # ------------------------------------------------------------------ coordinator.poll
+
+    def _coordinator_poll(self, out: Out) -> None:
+        """`ConsumerCoordinator.poll` with `waitForJoinGroup = false`."""
+        m = self.m
+        if m.coordinator is None:
+            self._find_coordinator(out)
+            return  # returns early: no rebalance step and no auto-commit
+        if m.rejoin_needed or m.joined_assignment is not None or m.state is not MemberState.STABLE:
+            if not self._ensure_active_group(out):
+                return
+        self._maybe_auto_commit(out)
+
+    def _ensure_active_group(self, out: Out) -> bool:
+        """`joinGroupIfNeeded` with a zero timer: never waits for the rebalance."""
+        m = self.m
+        if m.joined_assignment is not None:
+            self._on_join_complete(out)
+            return not m.rejoin_needed
+        if m.join_in_flight is not None or m.sync_in_flight is not None:
+            return False
+        if m.state is MemberState.STABLE and not m.rejoin_needed:
+            return True
+        if m.needs_join_prepare:
+            if not self._on_join_prepare(out):
+                return False
+            m.needs_join_prepare = False
+        if self.now_ms >= m.join_backoff_until:
+            self._send_join_group(out)
+        return False
+
+    def _on_join_prepare(self, out: Out) -> bool:
+        """`ConsumerCoordinator.onJoinPrepare`: the pre-rebalance auto-commit (by version),
+        then the revocation (EAGER: every partition; COOPERATIVE: none, the topics do not
+        change). False while a commit it waits for is in flight."""
+        m, cfg = self.m, self.config
+        owned = self.fetcher.owned()
+        if cfg.enable_auto_commit and owned and not m.join_prepare_revoked:
+            if not m.generation_valid:
+                # Out of its generation (a poll timeout, a fencing error): the commit fails in
+                # the client, and the partitions are reported lost below.
+                self._commit(out, CommitKind.JOIN_PREPARE, self.fetcher.all_consumed())
+            elif m.join_prepare_commit is None:
+                mode = cfg.join_prepare_commit
+                if mode is JoinPrepareCommit.SYNC:
+                    self._block_on_commit(out, CommitKind.JOIN_PREPARE, self.fetcher.all_consumed(), then="poll")
+                    m.join_prepare_commit = self.blocked_on
+                    return False
+                if mode is JoinPrepareCommit.PENDING_REVOCATION and self.protocol is RebalanceProtocol.EAGER:
+                    for tp in owned:
+                        self.fetcher.assigned[tp].pending_revocation = True
+                m.join_prepare_commit = self._commit(out, CommitKind.JOIN_PREPARE, self.fetcher.all_consumed())
+                if mode is not JoinPrepareCommit.ASYNC_NOT_AWAITED:
+                    return False
+            else:
+                commit = m.commits.get(m.join_prepare_commit)
+                if commit is not None and commit.error is None:
+                    return False  # still waiting for it: poll() returns to the application
+                if commit is not None and commit.error != "NONE" and _retriable(commit.error):
+                    if self.now_ms - commit.started_ms < cfg.max_poll_interval_ms:
+                        m.join_prepare_commit = self._commit(
+                            out, CommitKind.JOIN_PREPARE, self.fetcher.all_consumed()
+                        )
+                        return False
+        if not self._revoke_for_join(out, owned):
+            return False
+        m.join_prepare_commit = None
+        m.join_prepare_revoked = False
+        return True
+
+    def _revoke_for_join(self, out: Out, owned: list[TopicPartition]) -> bool:
+        """The revocation step of `onJoinPrepare`; with `commit = on_revoke` the listener's
+        commitSync comes first. False while that commit is in flight."""
+        m = self.m
+        if self.protocol is RebalanceProtocol.COOPERATIVE or not owned:
+            return True
+        lost = not m.generation_valid or (not m.member_id and self.config.keep_member_id_on_illegal_generation)
+        if not lost and self.config.app_commit is AppCommit.ON_REVOKE and not m.join_prepare_revoked:
+            if m.revoke_commit is None:
+                self._block_on_commit(out, CommitKind.REVOKE, self._consumed_of(owned), then="poll")
+                m.revoke_commit = self.blocked_on
+                return False
+            commit = m.commits.get(m.revoke_commit)
+            if commit is not None and commit.error is None:
+                return False
+        m.revoke_commit = None
+        m.join_prepare_revoked = True
+        self._give_up(out, owned, "lost" if lost else "revoked", "generation_reset" if lost else "rebalance")
+        return True
+
+    def _give_up(self, out: Out, partitions: list[TopicPartition], how: str, reason: str) -> None:
+        """`onPartitionsRevoked` or `onPartitionsLost`, then drop the partitions."""
+        cfg, m = self.config, self.m
+        out.emit(
+            f"partitions_{how}",
+            group_id=cfg.group_id,
+            member_id=m.member_id,
+            generation_id=m.generation_id,
+            partitions=[str(tp) for tp in partitions],
+            reason=reason,
+        )
+        self.fetcher.remove(partitions)
+
+    def _on_join_complete(self, out: Out) -> None:
+        """`ConsumerCoordinator.onJoinComplete`, in the `poll()` after the SyncGroup answer."""
+        m, cfg = self.m, self.config
+        assigned = m.joined_assignment or []
+        m.joined_assignment = None
+        m.needs_join_prepare = True
+        m.rejoin_needed = False
+        owned = self.fetcher.owned()
+        if self.protocol is RebalanceProtocol.COOPERATIVE:
+            revoked = [tp for tp in owned if tp not in assigned]
+            if revoked:
+                # KIP-429: revoke what moved, with no auto-commit, and rejoin so that the next
+                # generation can give it to its new owner.
+                self._give_up(out, revoked, "revoked", "cooperative")
+                m.rejoin_needed = True
+            added = [tp for tp in assigned if tp not in owned]
+        else:
+            self.fetcher.remove(owned)
+            added = list(assigned)
+        self.fetcher.assign(added)
+        self.previous_assignment = self.fetcher.owned()
+        out.emit(
+            "partitions_assigned",
+            group_id=cfg.group_id,
+            member_id=m.member_id,
+            generation_id=m.generation_id,
+            partitions=[str(tp) for tp in added],
+            assignment=[str(tp) for tp in self.fetcher.owned()],
+        )
+        self.next_auto_commit_ms = self.now_ms + cfg.auto_commit_interval_ms
+
+    def _maybe_auto_commit(self, out: Out) -> None:
+        """`maybeAutoCommitOffsetsAsync`: the positions, once the interval has passed."""
+        cfg = self.config
+        if not cfg.enable_auto_commit or self.now_ms < self.next_auto_commit_ms:
+            return
+        self.next_auto_commit_ms = self.now_ms + cfg.auto_commit_interval_ms
+        offsets = self.fetcher.all_consumed()
+        if offsets:
+            self._commit(out, CommitKind.AUTO, offsets)
+
+    # ------------------------------------------------------------------ join and sync
+
+    def _send_join_group(self, out: Out) -> None:
+        m, cfg = self.m, self.config
+        if self.protocol is RebalanceProtocol.COOPERATIVE:
+            owned = self.fetcher.owned()
+        else:
+            # EAGER revoked everything before joining; the sticky assignor still learns the
+            # member's last assignment (Kafka carries it in the subscription's userData).
+            owned = self.previous_assignment if "sticky" in cfg.assignment_strategy else []
+        subscription = Subscription(cfg.topics, _by_topic(owned), m.generation_id)
+        request = JoinGroupRequest(
+            cfg.group_id,
+            cfg.session_timeout_ms,
+            cfg.max_poll_interval_ms,
+            m.member_id,
+            cfg.group_instance_id,
+            "consumer",
+            tuple(JoinGroupProtocol(name, subscription) for name in cfg.assignment_strategy),
+        )
+        m.join_in_flight = self._send_to_coordinator(out, "join", request, timeout_ms=cfg.join_timeout_ms)
+        m.state = MemberState.PREPARING_REBALANCE
+        out.cancel_timer("heartbeat")
+
+    def _on_join_group(self, out: Out, correlation_id: int, resp: JoinGroupResponse) -> None:
+        m, cfg = self.m, self.config
+        if correlation_id != m.join_in_flight:
+            return
+        m.join_in_flight = None
+        error = resp.error_code
+        if error is ErrorCode.NONE:
+            m.member_id, m.generation_id = resp.member_id, resp.generation_id
+            m.protocol_name, m.leader_id = resp.protocol_name, resp.leader
+            m.state = MemberState.COMPLETING_REBALANCE
+            self._enable_heartbeats(out)
+            assignments: tuple[SyncGroupAssignment, ...] = ()
+            if resp.leader == resp.member_id and not resp.skip_assignment:
+                assignments = self._assign(resp)
+            request = SyncGroupRequest(
+                cfg.group_id, m.generation_id, m.member_id, cfg.group_instance_id, m.protocol_name, assignments
+            )
+            m.sync_in_flight = self._send_to_coordinator(out, "sync", request)
+            return
+        if error is ErrorCode.MEMBER_ID_REQUIRED:
+            m.member_id = resp.member_id  # KIP-394: join again with it, in the next poll()
+        elif error is ErrorCode.UNKNOWN_MEMBER_ID:
+            m.reset_generation()
+        elif error is ErrorCode.ILLEGAL_GENERATION:
+            m.reset_generation(keep_member_id=cfg.keep_member_id_on_illegal_generation)
+        elif error in _COORDINATOR_ERRORS:
+            self._coordinator_unknown(out, error.name)
+        elif error in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.REBALANCE_IN_PROGRESS):
+            m.join_backoff_until = self.now_ms + cfg.retry_backoff_ms
+        else:
+            self._fail(out, f"JoinGroup: {error.name}")
+            return
+        m.rejoin_needed = True
+        if m.state is MemberState.PREPARING_REBALANCE and error not in _COORDINATOR_ERRORS:
+            m.state = MemberState.UNJOINED
+
+    def _assign(self, resp: JoinGroupResponse) -> tuple[SyncGroupAssignment, ...]:
+        """The leader runs the group's chosen assignor over every member's subscription."""
+        assignor = ASSIGNORS[resp.protocol_name or self.config.assignment_strategy[0]]
+        members = [
+            MemberSubscription(
+                member.member_id,
+                member.group_instance_id,
+                member.metadata.topics,
+                tuple(TopicPartition(t.topic, p) for t in member.metadata.owned_partitions for p in t.partitions),
+                member.metadata.generation_id,
+            )
+            for member in resp.members
+        ]
+        topics = sorted({t for member in members for t in member.topics})
+        counts = dict(self.config.partitions)
+        result = assignor.assign({t: counts[t] for t in topics if t in counts}, members)
+        return tuple(
+            SyncGroupAssignment(member_id, Assignment(_by_topic(list(result[member_id]))))
+            for member_id in sorted(result)
+        )
+
+    def _on_sync_group(self, out: Out, correlation_id: int, resp: SyncGroupResponse) -> None:
+        m, cfg = self.m, self.config
+        if correlation_id != m.sync_in_flight:
+            return
+        m.sync_in_flight = None
+        error = resp.error_code
+        if error is ErrorCode.NONE:
+            m.state = MemberState.STABLE
+            m.joined_assignment = sorted(
+                TopicPartition(t.topic, p) for t in resp.assignment.partitions for p in t.partitions
+            )
+            return
+        if error is ErrorCode.REBALANCE_IN_PROGRESS:
+            m.state = MemberState.UNJOINED
+        elif error is ErrorCode.ILLEGAL_GENERATION:
+            m.reset_generation(keep_member_id=cfg.keep_member_id_on_illegal_generation)
+        elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
+            if error is ErrorCode.FENCED_INSTANCE_ID:
+                self._fail(out, "SyncGroup: FENCED_INSTANCE_ID")
+                return
+            m.reset_generation()
+        elif error in _COORDINATOR_ERRORS:
+            self._coordinator_unknown(out, error.name)
+            m.state = MemberState.UNJOINED
+        else:
+            m.state = MemberState.UNJOINED
+        m.rejoin_needed = True
+
+    # ------------------------------------------------------------------ heartbeats
+
+    def _enable_heartbeats(self, out: Out) -> None:
+        """The JoinGroup answer enables the heartbeat thread and resets its timers."""
+        m = self.m
+        m.last_heartbeat_ok_ms = self.now_ms
+        m.next_heartbeat_ms = self.now_ms + self.config.heartbeat_interval_ms
+        self._arm_heartbeat(out)
+        self._arm_poll_timeout(out)
+
+    def _arm_heartbeat(self, out: Out) -> None:
+        m, cfg = self.m, self.config
+        if m.state.has_not_joined or self.app is App.STOPPED:
+            return
+        due = m.next_heartbeat_ms
+        if m.coordinator is not None:
+            due = min(due, m.last_heartbeat_ok_ms + cfg.session_timeout_ms)
+        out.set_timer("heartbeat", max(0, due - self.now_ms))
+
+    def _heartbeat_thread(self, out: Out) -> None:
+        """`HeartbeatThread.run`, woken when something is due."""
+        m, cfg = self.m, self.config
+        if m.state.has_not_joined or self.app is App.STOPPED:
+            return
+        if m.coordinator is None:
+            m.next_heartbeat_ms = self.now_ms + cfg.retry_backoff_ms
+        elif self.now_ms - m.last_heartbeat_ok_ms >= cfg.session_timeout_ms:
+            self._coordinator_unknown(out, "SESSION_TIMEOUT")
+            m.next_heartbeat_ms = self.now_ms + cfg.retry_backoff_ms
+        elif self.now_ms >= m.next_heartbeat_ms and m.heartbeat_in_flight is None:
+            request = HeartbeatRequest(cfg.group_id, m.generation_id, m.member_id, cfg.group_instance_id)
+            m.heartbeat_in_flight = self._send_to_coordinator(out, "heartbeat", request, detail=m.generation_id)
+            m.last_heartbeat_sent_ms = self.now_ms
+            m.next_heartbeat_ms = self.now_ms + cfg.heartbeat_interval_ms
+        self._arm_heartbeat(out)
+
+    def _on_heartbeat(self, out: Out, generation_sent: int, error: ErrorCode) -> None:
+        """`HeartbeatResponseHandler`."""
+        m, cfg = self.m, self.config
+        m.heartbeat_in_flight = None
+        if error in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS):
+            m.last_heartbeat_ok_ms = self.now_ms
+        if error is ErrorCode.REBALANCE_IN_PROGRESS and m.state is MemberState.STABLE:
+            m.rejoin_needed = True
+        elif error in _FENCING and m.generation_id == generation_sent and not m.state.has_not_joined:
+            if error is ErrorCode.FENCED_INSTANCE_ID:
+                self._fail(out, "Heartbeat: FENCED_INSTANCE_ID")
+                return
+            keep = error is ErrorCode.ILLEGAL_GENERATION and cfg.keep_member_id_on_illegal_generation
+            self._reset(out, error.name, keep_member_id=keep)
+        elif error in _COORDINATOR_ERRORS:
+            self._coordinator_unknown(out, error.name)
+        elif error is not ErrorCode.NONE and error is not ErrorCode.REBALANCE_IN_PROGRESS:
+            m.next_heartbeat_ms = self.now_ms + cfg.retry_backoff_ms
+        self._arm_heartbeat(out)
+
+    def _arm_poll_timeout(self, out: Out) -> None:
+        out.set_timer("poll-timeout", self.last_poll_ms + self.config.max_poll_interval_ms - self.now_ms)
+
+    def _poll_timeout(self, out: Out) -> None:
+        """`max.poll.interval.ms` without a `poll()`: noticed while the heartbeat thread runs
+        and the coordinator is known (`maybeLeaveGroup`)."""
+        m, cfg = self.m, self.config
+        if m.state.has_not_joined or m.coordinator is None or self.app is App.STOPPED:
+            return
+        static = cfg.group_instance_id is not None
+        out.emit(
+            "poll_timeout_expired",
+            group_id=cfg.group_id,
+            member_id=m.member_id,
+            generation_id=m.generation_id,
+            static=static,
+        )
+        if not static:
+            self._send_leave_group(out)
+        self._reset(out, "POLL_TIMEOUT", keep_member_id=False)
+
+    def _reset(self, out: Out, reason: str, *, keep_member_id: bool) -> None:
+        """`resetStateAndGeneration`: the member is out of its generation; its partitions are
+        reported lost at the next `onJoinPrepare`."""
+        m = self.m
+        out.emit(
+            "member_reset",
+            group_id=self.config.group_id,
+            member_id=m.member_id,
+            generation_id=m.generation_id,
+            reason=reason,
+        )
+        m.reset_generation(keep_member_id=keep_member_id)
+        out.cancel_timer("heartbeat")
+
+    def _send_leave_group(self, out: Out) -> None:
+        m, cfg = self.m, self.config
+        if m.coordinator is None or not m.member_id or cfg.group_instance_id is not None:
+            return
+        self._send_to_coordinator(
+            out, "leave", LeaveGroupRequest(cfg.group_id, (MemberIdentity(m.member_id, None),))
+        )
+
+    # ------------------------------------------------------------------ commits
+
+    def _commit(self, out: Out, kind: CommitKind, offsets: dict[TopicPartition, tuple[int, int]]) -> int:
+        """Send an OffsetCommit (or fail it at once, as `sendOffsetCommitRequest` does when
+        the member is not STABLE); returns its commit id."""
+        m, cfg = self.m, self.config
+        commit_id = self._next_id()
+        commit = Commit(commit_id, kind, dict(offsets), m.generation_id, started_ms=self.now_ms)
+        m.commits[commit_id] = commit
+        out.emit(
+            "offset_commit_sent",
+            group_id=cfg.group_id,
+            member_id=m.member_id,
+            generation_id=m.generation_id,
+            commit_id=commit_id,
+            kind=kind.value,
+            offsets=_offsets(offsets),
+        )
+        if m.state is not MemberState.STABLE:
+            # `generationIfStable` is null: RebalanceInProgressException while a rebalance is
+            # under way, CommitFailedException once the member is out of its generation.
+            local = COMMIT_FAILED if m.state is MemberState.UNJOINED else "REBALANCE_IN_PROGRESS"
+            self._commit_answered(out, commit_id, local, None)
+        elif m.coordinator is None:
+            self._commit_answered(out, commit_id, "COORDINATOR_NOT_AVAILABLE", ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        else:
+            topics = tuple(
+                OffsetCommitTopic(t.topic, tuple(OffsetCommitPartition(p, *offsets[TopicPartition(t.topic, p)]) for p in t.partitions))
+                for t in _by_topic(sorted(offsets))
+            )
+            request = OffsetCommitRequest(cfg.group_id, m.generation_id, m.member_id, cfg.group_instance_id, topics)
+            self._send_to_coordinator(out, "commit", request, detail=commit_id)
+        return commit_id
+
+    def _commit_answered(self, out: Out, commit_id: int, outcome: str, error: ErrorCode | None) -> None:
+        """`OffsetCommitResponseHandler`: log the outcome, react to the error, and wake what
+        waits for it (commitSync retries retriable errors until `default.api.timeout.ms`)."""
+        m, cfg = self.m, self.config
+        commit = m.commits.get(commit_id)
+        if commit is None or commit.error is not None:
+            return
+        commit.error = outcome
+        out.emit(
+            "offset_commit_answered",
+            group_id=cfg.group_id,
+            member_id=m.member_id,
+            commit_id=commit_id,
+            kind=commit.kind.value,
+            error=outcome,
+        )
+        if error in _COORDINATOR_ERRORS or error is ErrorCode.REQUEST_TIMED_OUT:
+            self._coordinator_unknown(out, error.name)
+        elif error is ErrorCode.REBALANCE_IN_PROGRESS:
+            m.rejoin_needed = True
+        elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION) and m.generation_id == commit.generation_id:
+            keep = error is ErrorCode.ILLEGAL_GENERATION and cfg.keep_member_id_on_illegal_generation
+            self._reset(out, error.name, keep_member_id=keep)
+        if commit.kind is CommitKind.AUTO and _retriable(outcome):
+            self.next_auto_commit_ms = self.now_ms + cfg.retry_backoff_ms
+        if self.blocked_on == commit_id:
+            waited = self.now_ms - commit.started_ms
+            sync = commit.kind in (CommitKind.SYNC, CommitKind.CLOSE, CommitKind.REVOKE)
+            if sync and _retriable(outcome) and waited < cfg.default_api_timeout_ms:
+                out.set_timer(f"commit-retry:{commit_id}", cfg.retry_backoff_ms)
+                return
+            self._unblock(out)
+        self._prune_commits()
+
+    def _retry_commit(self, out: Out, commit_id: int) -> None:
+        """commitSync sends the same offsets again after `retry.backoff.ms`."""
+        commit = self.m.commits.get(commit_id)
+        if commit is None or self.blocked_on != commit_id:
+            return
+        retry = self._commit(out, commit.kind, commit.offsets)
+        self.m.commits[retry].started_ms = commit.started_ms
+        self.blocked_on = retry
+        if self.m.join_prepare_commit == commit_id:
+            self.m.join_prepare_commit = retry
+        if self.m.revoke_commit == commit_id:
+            self.m.revoke_commit = retry
+
+    def _block_on_commit(self, out: Out, kind: CommitKind, offsets: dict[TopicPartition, tuple[int, int]], then: str) -> None:
+        self.app = App.BLOCKED
+        self.blocked_then = then
+        out.cancel_timer("app")
+        self.blocked_on = self._commit(out, kind, offsets)
+
+    def _unblock(self, out: Out) -> None:
+        then = self.blocked_then
+        self.blocked_on, self.blocked_then = None, ""
+        if then == "close":
+            self._finish_close(out)
+        elif then == "poll":
+            self._poll(out)
+
+    def _prune_commits(self) -> None:
+        """Keep the answered commits only while something may still look them up."""
+        m = self.m
+        keep = {m.join_prepare_commit, m.revoke_commit, self.blocked_on}
+        for commit_id in [c for c, commit in m.commits.items() if commit.error is not None and c not in keep]:
+            del m.commits[commit_id]
+
+    def _consumed_of(self, partitions: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        consumed = self.fetcher.all_consumed()
+        return {tp: consumed[tp] for tp in partitions if tp in consumed}
+
+    # ------------------------------------------------------------------ close and unsubscribe
+
+    def _close(self, out: Out) -> None:
+        """`close()`: a synchronous auto-commit, then the revocation and LeaveGroup."""
+        self.closing = True
+        if self.config.enable_auto_commit and self.fetcher.all_consumed() and self.m.generation_valid:
+            self._block_on_commit(out, CommitKind.CLOSE, self.fetcher.all_consumed(), then="close")
+            return
+        self._finish_close(out)
+
+    def _finish_close(self, out: Out) -> None:
+        m = self.m
+        owned = self.fetcher.owned()
+        if owned:
+            lost = not m.generation_valid or m.state is not MemberState.STABLE
+            self._give_up(out, owned, "lost" if lost else "revoked", "close")
+        self._send_leave_group(out)
+        out.emit("consumer_closed", group_id=self.config.group_id, member_id=m.member_id)
+        self._stop(out)
+
+    def _unsubscribe(self, out: Out) -> None:
+        """`unsubscribe()` does not commit: the revocation callback, then LeaveGroup."""
+        m = self.m
+        owned = self.fetcher.owned()
+        if owned:
+            lost = not m.generation_valid
+            self._give_up(out, owned, "lost" if lost else "revoked", "unsubscribe")
+        self._send_leave_group(out)
+        out.emit("consumer_unsubscribed", group_id=self.config.group_id, member_id=m.member_id)
+        m.reset_generation()
+        self._stop(out)
+
+    def _fail(self, out: Out, error: str) -> None:
+        """A fatal error thrown from `poll()`: the application stops."""
+        out.emit("consumer_failed", group_id=self.config.group_id, member_id=self.m.member_id, error=error)
+        self._stop(out)
+
+    # ------------------------------------------------------------------ positions and fetches
+
+    def _update_fetch_positions(self, out: Out) -> None:
+        """`updateFetchPositions`: committed offsets for partitions without a position."""
+        m = self.m
+        missing = self.fetcher.needing_position()
+        if not missing or self.offset_fetch_in_flight is not None or m.coordinator is None:
+            return
+        request = OffsetFetchRequest(self.config.group_id, _by_topic(missing))
+        self.offset_fetch_in_flight = self._send_to_coordinator(out, "offset_fetch", request)
+
+    def _on_offset_fetch(self, out: Out, correlation_id: int, resp: OffsetFetchResponse) -> None:
+        if correlation_id != self.offset_fetch_in_flight:
+            return
+        self.offset_fetch_in_flight = None
+        if resp.error_code in _COORDINATOR_ERRORS:
+            self._coordinator_unknown(out, resp.error_code.name)
+            return
+        if resp.error_code is not ErrorCode.NONE:
+            return  # retried in the next poll
+        reset: list[TopicPartition] = []
+        for topic in resp.topics:
+            for p in topic.partitions:
+                tp = TopicPartition(topic.name, p.partition)
+                state = self.fetcher.assigned.get(tp)
+                if state is None or state.position is not None:
+                    continue
+                if p.committed_offset >= 0:
+                    self._set_position(out, tp, p.committed_offset, p.committed_leader_epoch, "committed")
+                else:
+                    reset.append(tp)
+        self._reset_positions(out, reset)
+
+    def _reset_positions(self, out: Out, partitions: list[TopicPartition]) -> None:
+        """`auto.offset.reset` by ListOffsets to each partition's leader."""
+        if not partitions:
+            return
+        policy = self.config.auto_offset_reset
+        if policy == "none":
+            self._fail(out, f"NoOffsetForPartitionException: {', '.join(str(tp) for tp in partitions)}")
+            return
+        timestamp = EARLIEST_TIMESTAMP if policy == "earliest" else LATEST_TIMESTAMP
+        by_leader: dict[int, list[ListOffsetsPartition]] = {}
+        for tp in partitions:
+            leader, epoch = self.fetcher.leaders.get(tp, (-1, -1))
+            if leader >= 0:
+                by_leader.setdefault(leader, []).append(ListOffsetsPartition(tp.topic, tp.partition, timestamp, epoch))
+        for leader, parts in sorted(by_leader.items()):
+            cid = self._send(out, leader, "list_offsets", broker_address(leader), ListOffsetsRequest(-1, tuple(parts)))
+            self.list_offsets_in_flight.add(cid)
+
+    def _on_list_offsets(self, out: Out, correlation_id: int, resp: ListOffsetsResponse) -> None:
+        self.list_offsets_in_flight.discard(correlation_id)
+        for p in resp.partitions:
+            tp = TopicPartition(p.topic, p.partition)
+            state = self.fetcher.assigned.get(tp)
+            if state is not None and state.position is None and p.error_code is ErrorCode.NONE:
+                self._set_position(out, tp, p.offset, p.leader_epoch, self.config.auto_offset_reset)
+            elif p.error_code in _METADATA_ERRORS:
+                self._request_metadata(out)
+
+    def _set_position(self, out: Out, tp: TopicPartition, offset: int, epoch: int, source: str) -> None:
+        self.fetcher.seek(tp, offset, epoch)
+        out.emit(
+            "fetch_position_set",
+            group_id=self.config.group_id,
+            member_id=self.m.member_id,
+            generation_id=self.m.generation_id,
+            topic=tp.topic,
+            partition=tp.partition,
+            offset=offset,
+            source=source,
+        )
+
+    def _send_fetches(self, out: Out) -> None:
+        for leader, request in self.fetcher.fetch_requests():
+            offsets = {TopicPartition(p.topic, p.partition): p.fetch_offset for p in request.partitions}
+            cid = self._send(
+                out,
+                leader,
+                "fetch",
+                broker_address(leader),
+                request,
+                detail=offsets,
+                timeout_ms=self.config.request_timeout_ms + request.max_wait_ms,
+            )
+            self.fetcher.in_flight[leader] = cid
+
+    def _on_fetch(self, out: Out, broker: int, offsets: dict[TopicPartition, int], resp: FetchResponse) -> None:
+        self.fetcher.in_flight.pop(broker, None)
+        stale = False
+        out_of_range: list[TopicPartition] = []
+        for answer in resp.partitions:
+            error = self.fetcher.on_fetched(offsets, answer)
+            tp = TopicPartition(answer.topic, answer.partition)
+            if error in _METADATA_ERRORS:
+                stale = True
+            elif error is ErrorCode.OFFSET_OUT_OF_RANGE and tp in self.fetcher.assigned:
+                if self.fetcher.assigned[tp].position == offsets.get(tp):
+                    self.fetcher.assigned[tp].position = None
+                    out_of_range.append(tp)
+        if stale:
+            self._request_metadata(out)
+        self._reset_positions(out, out_of_range)
+
+    # ------------------------------------------------------------------ metadata and coordinator
+
+    def _request_metadata(self, out: Out) -> None:
+        if self.metadata_in_flight is not None or self.app is App.STOPPED:
+            return
+        broker = self._any_broker()
+        self.metadata_in_flight = self._send(out, broker, "metadata", broker_address(broker), MetadataRequest(self.config.topics))
+
+    def _on_metadata(self, out: Out, resp: MetadataResponse) -> None:
+        self.metadata_in_flight = None
+        missing = False
+        for p in resp.partitions:
+            if p.partition < 0:
+                missing = True
+                continue
+            self.fetcher.leaders[TopicPartition(p.topic, p.partition)] = (p.leader, p.leader_epoch)
+            missing = missing or p.leader < 0
+        out.set_timer("metadata", self.config.retry_backoff_ms if missing else 300_000)
+
+    def _find_coordinator(self, out: Out) -> None:
+        if self.find_in_flight is not None or self.m.coordinator is not None or self.app is App.STOPPED:
+            return
+        broker = self._any_broker()
+        self.find_in_flight = self._send(out, broker, "find", broker_address(broker), FindCoordinatorRequest(self.config.group_id))
+
+    def _on_find_coordinator(self, out: Out, resp: FindCoordinatorResponse) -> None:
+        self.find_in_flight = None
+        if resp.error_code is ErrorCode.NONE and resp.node_id >= 0:
+            self.m.coordinator = resp.node_id
+            self.m.last_heartbeat_ok_ms = self.now_ms  # a new coordinator: the session starts afresh
+            out.emit("coordinator_discovered", group_id=self.config.group_id, coordinator=resp.node_id)
+            self._arm_heartbeat(out)
+        else:
+            self.find_target += 1
+            out.set_timer("find-backoff", self.config.retry_backoff_ms)
+
+    def _coordinator_unknown(self, out: Out, reason: str) -> None:
+        """`markCoordinatorUnknown`: disconnects it, failing every request in flight to it."""
+        m = self.m
+        if m.coordinator is None:
+            return
+        old = m.coordinator
+        m.coordinator = None
+        out.emit("coordinator_lost", group_id=self.config.group_id, coordinator=old, reason=reason)
+        self._fail_requests(out, old, coordinator_only=True)
+
+    def _disconnected(self, out: Out, broker: int) -> None:
+        if broker == self.m.coordinator:
+            self._coordinator_unknown(out, DISCONNECTED)
+        self._fail_requests(out, broker, coordinator_only=False)
+        self._resume_poll(out)
+
+    def _fail_requests(self, out: Out, broker: int, *, coordinator_only: bool) -> None:
+        """Fail the requests in flight to `broker` as disconnected."""
+        group_kinds = ("join", "sync", "heartbeat", "commit", "offset_fetch", "leave")
+        for cid in sorted(self.requests):
+            kind, to, detail = self.requests[cid]
+            if to != broker or (coordinator_only and kind not in group_kinds):
+                continue
+            del self.requests[cid]
+            out.cancel_timer(f"timeout:{cid}")
+            self._request_failed(out, cid, kind, to, detail, DISCONNECTED)
+
+    def _request_timed_out(self, out: Out, cid: int) -> None:
+        """`request.timeout.ms` passed: Kafka closes the connection, failing what is on it."""
+        request = self.requests.get(cid)
+        if request is None:
+            return
+        _, broker, _ = request
+        if broker == self.m.coordinator and request[0] in ("join", "sync", "heartbeat", "commit", "offset_fetch", "leave"):
+            self._coordinator_unknown(out, TIMEOUT)
+        self._fail_requests(out, broker, coordinator_only=False)
+        self._resume_poll(out)
+
+    def _request_failed(self, out: Out, cid: int, kind: str, broker: int, detail: Any, error: str) -> None:
+        m = self.m
+        if kind == "join" and cid == m.join_in_flight:
+            m.join_in_flight = None
+            m.rejoin_needed = True
+        elif kind == "sync" and cid == m.sync_in_flight:
+            m.sync_in_flight = None
+            m.state = MemberState.UNJOINED
+            m.rejoin_needed = True
+        elif kind == "heartbeat":
+            m.heartbeat_in_flight = None
+        elif kind == "commit":
+            self._commit_answered(out, detail, error, None)
+        elif kind == "offset_fetch":
+            self.offset_fetch_in_flight = None
+        elif kind == "fetch":
+            self.fetcher.in_flight.pop(broker, None)
+        elif kind == "metadata":
+            self.metadata_in_flight = None
+            self.find_target += 1
+            out.set_timer("metadata", self.config.retry_backoff_ms)
+        elif kind == "find":
+            self.find_in_flight = None
+            self.find_target += 1
+            out.set_timer("find-backoff", self.config.retry_backoff_ms)
+        elif kind == "list_offsets":
+            self.list_offsets_in_flight.discard(cid)
+
+    # ------------------------------------------------------------------ sending
+
+    def _any_broker(self) -> int:
+        brokers = self.config.bootstrap
+        return brokers[self.find_target % len(brokers)]
+
+    def _send_to_coordinator(self, out: Out, kind: str, request: Any, *, detail: Any = None, timeout_ms: int | None = None) -> int:
+        coordinator = self.m.coordinator
+        assert coordinator is not None
+        return self._send(out, coordinator, kind, group_coordinator_address(coordinator), request, detail=detail, timeout_ms=timeout_ms)
+
+    def _send(self, out: Out, broker: int, kind: str, dst: Any, request: Any, *, detail: Any = None, timeout_ms: int | None = None) -> int:
+        cid = self._next_id()
+        self.requests[cid] = (kind, broker, detail)
+        out.send(dst, request, cid)
+        out.set_timer(f"timeout:{cid}", timeout_ms or self.config.request_timeout_ms)
+        return cid
+
+    def _next_id(self) -> int:
+        self.next_correlation_id += 1
+        return self.next_correlation_id
+
+
+def _by_topic(partitions: list[TopicPartition]) -> tuple[TopicPartitions, ...]:
+    grouped: dict[str, list[int]] = {}
+    for tp in sorted(partitions):
+        grouped.setdefault(tp.topic, []).append(tp.partition)
+    return tuple(TopicPartitions(topic, tuple(ps)) for topic, ps in grouped.items())
+
+
+def _offsets(offsets: dict[TopicPartition, tuple[int, int]]) -> list[list[Any]]:
+    return [[tp.topic, tp.partition, offset] for tp, (offset, _) in sorted(offsets.items())]
+
+
+def _retriable(outcome: str) -> bool:
+    return outcome in (DISCONNECTED, TIMEOUT) or outcome in {e.name for e in _RETRIABLE_COMMIT}
+

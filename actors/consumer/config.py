@@ -1,0 +1,102 @@
+"""A consumer's settings: Kafka's consumer configuration, the version's behaviour switches,
+and the application around it (what it commits, how long it takes per record)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = ["AppCommit", "ConsumerConfig", "JoinPrepareCommit"]
+
+
+class AppCommit(Enum):
+    """What the application commits, besides auto-commit."""
+
+    NONE = "none"
+    SYNC = "sync"
+    """`commitSync()` after processing each poll's records."""
+    ASYNC = "async"
+    """`commitAsync()` after processing each poll's records (never retried)."""
+    ON_REVOKE = "on_revoke"
+    """`commitSync(revoked partitions)` in `onPartitionsRevoked`."""
+
+
+class JoinPrepareCommit(Enum):
+    """How `ConsumerCoordinator.onJoinPrepare` auto-commits before a rebalance, by version."""
+
+    SYNC = "sync"
+    """Up to 3.1: `maybeAutoCommitOffsetsSync`; the poll blocks until it is answered."""
+    ASYNC_NOT_AWAITED = "async_not_awaited"
+    """3.2.0 (KAFKA-13310, fixed by KAFKA-14024): sent and not awaited, never retried."""
+    ASYNC_AWAITED = "async_awaited"
+    """3.2.1 and 3.2.2: awaited across polls, which keep returning the partitions' records."""
+    PENDING_REVOCATION = "pending_revocation"
+    """3.2.3+ (KAFKA-14196): EAGER first marks the partitions pending revocation, then awaits."""
+
+    @classmethod
+    def for_version(cls, version: tuple[int, int, int]) -> JoinPrepareCommit:
+        if version < (3, 2, 0):
+            return cls.SYNC
+        if version == (3, 2, 0):
+            return cls.ASYNC_NOT_AWAITED
+        if version < (3, 2, 3):
+            return cls.ASYNC_AWAITED
+        return cls.PENDING_REVOCATION
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerConfig:
+    name: str
+    """The node, `consumer-N`."""
+    group_id: str
+    topics: tuple[str, ...]
+    partitions: tuple[tuple[str, int], ...]
+    """Each subscribed topic's partition count (what Metadata would say; topics do not change)."""
+    bootstrap: tuple[int, ...]
+    offsets_partitions: int = 50
+    """`offsets.topic.num.partitions`, to name the group's coordinator partition in logs."""
+    version: tuple[int, int, int] = (3, 9, 0)
+    group_instance_id: str | None = None
+    client_id: str = ""
+    """`consumer-<group>-1`: the Java default, numbered per process (each consumer here is one)."""
+
+    # Kafka's settings
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 3000
+    max_poll_interval_ms: int = 300000
+    max_poll_records: int = 500
+    fetch_min_bytes: int = 1
+    fetch_max_wait_ms: int = 500
+    max_partition_fetch_bytes: int = 1048576
+    enable_auto_commit: bool = True
+    auto_commit_interval_ms: int = 5000
+    auto_offset_reset: str = "latest"
+    assignment_strategy: tuple[str, ...] = ("range", "cooperative-sticky")
+    request_timeout_ms: int = 30000
+    retry_backoff_ms: int = 100
+    default_api_timeout_ms: int = 60000
+
+    # the application
+    app_commit: AppCommit = AppCommit.NONE
+    poll_timeout_ms: int = 100
+    process_record_ms: int = 0
+    start_ms: int = 0
+
+    @property
+    def member_id_required(self) -> bool:
+        """KIP-394 (2.2): a dynamic member's first JoinGroup is answered MEMBER_ID_REQUIRED."""
+        return self.version >= (2, 2, 0)
+
+    @property
+    def keep_member_id_on_illegal_generation(self) -> bool:
+        """KAFKA-13419 (3.2)."""
+        return self.version >= (3, 2, 0)
+
+    @property
+    def join_prepare_commit(self) -> JoinPrepareCommit:
+        return JoinPrepareCommit.for_version(self.version)
+
+    @property
+    def join_timeout_ms(self) -> int:
+        """`sendJoinGroupRequest`: the rebalance timeout plus `JOIN_GROUP_TIMEOUT_LAPSE`."""
+        return max(self.request_timeout_ms, self.max_poll_interval_ms + 5000)

@@ -1,0 +1,157 @@
+"""The consumer's partitions and fetches: `SubscriptionState` and `Fetcher`.
+
+What it models of the Java consumer:
+- each assigned partition has a position (the offset of the next record to return), unknown
+  until the committed offset is fetched or `auto.offset.reset` applies (§ `updateFetchPositions`);
+- a partition pending revocation (KAFKA-14196) is not fetched and its records are not returned;
+- a fetch goes to each partition's leader, one request in flight per broker, for the partitions
+  with a position and nothing buffered, with the leader epoch the consumer knows (KIP-320);
+- fetched data is kept only if the partition is still assigned and fetchable and the data starts
+  at the current position (`FetchCollector`); `poll()` returns at most `max.poll.records`.
+
+Left out: fetch sessions (KIP-227), the isolation level (read_uncommitted only), compressed
+batches and record headers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from protocols.errors import ErrorCode
+from protocols.replication import FetchedPartition, FetchPartition, FetchRequest, RecordBatch
+from protocols.types import TopicPartition
+
+__all__ = ["Fetcher", "PartitionState", "Returned"]
+
+
+@dataclass(slots=True)
+class PartitionState:
+    """`TopicPartitionState`: one assigned partition."""
+
+    position: int | None = None
+    position_epoch: int = -1
+    pending_revocation: bool = False
+    buffered: list[tuple[int, str]] = field(default_factory=list)
+    """Fetched records (offset, value) from the position on, not yet returned."""
+
+
+@dataclass(frozen=True, slots=True)
+class Returned:
+    """Records one `poll()` returned from one partition: offsets `first` to `end` (exclusive)."""
+
+    tp: TopicPartition
+    first: int
+    end: int
+
+
+class Fetcher:
+    def __init__(self, max_partition_fetch_bytes: int, fetch_min_bytes: int, fetch_max_wait_ms: int) -> None:
+        self.max_partition_fetch_bytes = max_partition_fetch_bytes
+        self.fetch_min_bytes = fetch_min_bytes
+        self.fetch_max_wait_ms = fetch_max_wait_ms
+        self.assigned: dict[TopicPartition, PartitionState] = {}
+        self.leaders: dict[TopicPartition, tuple[int, int]] = {}
+        """Partition -> (leader broker, leader epoch), from Metadata."""
+        self.in_flight: dict[int, int] = {}
+        """Broker -> the correlation id of its fetch in flight."""
+
+    # ------------------------------------------------------------------ assignment
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        """Add partitions with no position (`assignFromSubscribed` keeps the others)."""
+        for tp in partitions:
+            self.assigned.setdefault(tp, PartitionState())
+
+    def remove(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.assigned.pop(tp, None)
+
+    def owned(self) -> list[TopicPartition]:
+        return sorted(self.assigned)
+
+    def needing_position(self) -> list[TopicPartition]:
+        return [tp for tp in sorted(self.assigned) if self.assigned[tp].position is None]
+
+    def seek(self, tp: TopicPartition, offset: int, epoch: int = -1) -> None:
+        state = self.assigned.get(tp)
+        if state is not None:
+            state.position, state.position_epoch, state.buffered = offset, epoch, []
+
+    def all_consumed(self) -> dict[TopicPartition, tuple[int, int]]:
+        """`SubscriptionState.allConsumed`: every assigned partition with a position."""
+        return {
+            tp: (s.position, s.position_epoch)
+            for tp, s in sorted(self.assigned.items())
+            if s.position is not None
+        }
+
+    # ------------------------------------------------------------------ fetching
+
+    def fetch_requests(self) -> list[tuple[int, FetchRequest]]:
+        """One request per leader without a fetch in flight, for its fetchable partitions that
+        have a position and nothing buffered."""
+        by_leader: dict[int, list[FetchPartition]] = {}
+        for tp in sorted(self.assigned):
+            state = self.assigned[tp]
+            if state.position is None or state.pending_revocation or state.buffered:
+                continue
+            leader, epoch = self.leaders.get(tp, (-1, -1))
+            if leader < 0 or leader in self.in_flight:
+                continue
+            by_leader.setdefault(leader, []).append(
+                FetchPartition(
+                    tp.topic,
+                    tp.partition,
+                    state.position,
+                    current_leader_epoch=epoch,
+                    partition_max_bytes=self.max_partition_fetch_bytes,
+                )
+            )
+        return [
+            (leader, FetchRequest(-1, self.fetch_max_wait_ms, self.fetch_min_bytes, tuple(parts)))
+            for leader, parts in sorted(by_leader.items())
+        ]
+
+    def on_fetched(self, fetch_offsets: dict[TopicPartition, int], answer: FetchedPartition) -> ErrorCode:
+        """Keep an answer's records if they still fit (`FetchCollector`); return its error."""
+        tp = TopicPartition(answer.topic, answer.partition)
+        state = self.assigned.get(tp)
+        if answer.error_code is not ErrorCode.NONE:
+            return answer.error_code
+        if state is None or state.pending_revocation or state.position != fetch_offsets.get(tp):
+            return ErrorCode.NONE  # no longer wanted: discarded
+        state.buffered = list(_records_from(answer.records, state.position))
+        return ErrorCode.NONE
+
+    def collect(self, max_records: int) -> list[Returned]:
+        """What `poll()` returns: buffered records of fetchable partitions, from each position,
+        at most `max_records` in all; the positions move past them."""
+        returned: list[Returned] = []
+        room = max_records
+        for tp in sorted(self.assigned):
+            state = self.assigned[tp]
+            if room == 0:
+                break
+            if state.pending_revocation or not state.buffered or state.position is None:
+                continue
+            taken = state.buffered[:room]
+            state.buffered = state.buffered[room:]
+            room -= len(taken)
+            first, end = taken[0][0], taken[-1][0] + 1
+            state.position = end
+            returned.append(Returned(tp, first, end))
+        return returned
+
+    def has_buffered(self) -> bool:
+        return any(s.buffered and not s.pending_revocation for s in self.assigned.values())
+
+
+def _records_from(batches: tuple[RecordBatch, ...], position: int) -> list[tuple[int, str]]:
+    """(offset, value) of the records at `position` and after, in offset order."""
+    records: list[tuple[int, str]] = []
+    for batch in batches:
+        for i, value in enumerate(batch.values):
+            offset = batch.base_offset + i
+            if offset >= position:
+                records.append((offset, value))
+    return records
