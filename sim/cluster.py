@@ -198,7 +198,8 @@ class Cluster:
             for i, number in enumerate(numbers)
         ]
         acked = [value for _, _, value in acked_at]
-        replicas = self._replica_logs()
+        # Internal topics (`__consumer_offsets`) hold the coordinator's records, not a producer's.
+        replicas = {tp: r for tp, r in self._replica_logs().items() if not tp.startswith("__")}
         present: list[str] = []
         duplicated: list[dict[str, Any]] = []
         diverged = []
@@ -326,6 +327,16 @@ def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = 
                 )
                 for b in replicas:
                     bootstrap[b].append(created)
+    # Every broker runs a group coordinator when the scenario has consumer groups.
+    from actors.broker.config import GROUP_COORDINATOR_ACTOR, group_coordinator_address  # noqa: PLC0415
+    from actors.group.config import GroupCoordinatorConfig  # noqa: PLC0415
+    from actors.group.coordinator import GroupCoordinator  # noqa: PLC0415
+    from actors.group.placement import OFFSETS_TOPIC  # noqa: PLC0415
+
+    groups = bool(scenario.consumers)
+    offsets_leaders = ()
+    if groups and not zookeeper_mode:
+        offsets_leaders = tuple(replicas[0] for replicas in assignments[OFFSETS_TOPIC])
     controller_settings = ControllerSettings(
         unclean_leader_election_enable=settings["unclean.leader.election.enable"],
         auto_leader_rebalance_enable=settings["auto.leader.rebalance.enable"],
@@ -352,8 +363,25 @@ def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = 
                 if t["min.insync.replicas"] is not None
             ),
             bootstrap=tuple(bootstrap[b]),
+            group_coordinator=group_coordinator_address(b) if groups else None,
+            offsets_topic_num_partitions=settings["offsets.topic.num.partitions"],
+            offsets_topic_leaders=offsets_leaders,
         )
         actors = [ActorSpec(BROKER_ACTOR, lambda c=config: Broker(c))]
+        if groups:
+            coordinator = GroupCoordinatorConfig(
+                b,
+                scenario.profile,
+                offsets_topic_num_partitions=settings["offsets.topic.num.partitions"],
+                offsets_commit_timeout_ms=settings["offsets.commit.timeout.ms"],
+                offsets_retention_ms=settings["offsets.retention.minutes"] * 60000,
+                offsets_retention_check_interval_ms=settings["offsets.retention.check.interval.ms"],
+                group_initial_rebalance_delay_ms=settings["group.initial.rebalance.delay.ms"],
+                group_min_session_timeout_ms=settings["group.min.session.timeout.ms"],
+                group_max_session_timeout_ms=settings["group.max.session.timeout.ms"],
+                skip_assignment_for_static_leader=scenario.profile.version >= (3, 2, 0),  # KIP-814
+            )
+            actors.append(ActorSpec(GROUP_COORDINATOR_ACTOR, lambda c=coordinator: GroupCoordinator(c)))
         if zookeeper_mode:
             candidate = ControllerConfig(
                 b,

@@ -57,13 +57,6 @@ class _Hold:
 
 
 @dataclass(slots=True)
-class _Group:
-    state: str = "Empty"
-    generation_id: int = 0
-    members: set[str] = field(default_factory=set)
-
-
-@dataclass(slots=True)
 class _Member:
     """What the accounting knows of one consumer node."""
 
@@ -93,10 +86,9 @@ class GroupAccounting:
         processed them last, sorted and disjoint."""
         self._owners: dict[tuple[str, int], dict[str, str]] = {}
         self._max_hw: dict[str, int] = {}
-        self._groups: dict[tuple[str, str], _Group] = {}
-        """(coordinator node, group) -> what that coordinator said of the group."""
         self._committed: dict[tuple[str, str], int] = {}
         self._reset: set[tuple[str, str]] = set()
+        self._generation_members: dict[tuple[str, int], set[str]] = {}
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -196,40 +188,26 @@ class GroupAccounting:
         if member is not None:
             member.last_commit_error = e["error"]
 
-    def _group(self, e: Mapping[str, Any]) -> _Group:
-        return self._groups.setdefault((e["node"], e["group_id"]), _Group())
-
-    def _group_state(self, e: Mapping[str, Any]) -> None:
-        group = self._group(e)
-        group.state, group.generation_id = e["state"], e["generation_id"]
-
     def _group_member(self, e: Mapping[str, Any]) -> None:
-        members = self._group(e).members
         if e["event"] == "group_member_added":
-            members.add(e["member_id"])
+            # A loaded member, or a static member's new id, belongs to the current generation.
+            key = (e["group_id"], e["generation_id"])
+            self._generation_members.setdefault(key, set()).add(e["member_id"])
         else:
-            members.discard(e["member_id"])
-        if e["event"] == "group_member_removed":
             self._member_removed(e)
-
-    def _group_loaded(self, e: Mapping[str, Any]) -> None:
-        for group_id in e["groups"]:
-            self._groups.pop((e["node"], group_id), None)  # its state events follow
 
     def _commit_completed(self, e: Mapping[str, Any]) -> list[Violation]:
         if e["error"] != "NONE":
             return []
         found = []
-        group = self._group(e)
-        generation, member = e["generation_id"], e["member_id"]
+        generation, member, state = e["generation_id"], e["member_id"], e["group_state"]
         if generation >= 0 or member:
-            valid = (
-                member in group.members
-                and generation == group.generation_id
-                and group.state in ("Stable", "PreparingRebalance")
+            valid = member in self._generation_members.get((e["group_id"], generation), ()) and state in (
+                "Stable",
+                "PreparingRebalance",
             )
         else:
-            valid = group.state == "Empty"
+            valid = state == "Empty"
         if not valid:
             found.append(
                 Violation(
@@ -237,7 +215,7 @@ class GroupAccounting:
                     e["ts_ms"],
                     e["node"],
                     f"{e['group_id']} accepted a commit of {member or 'no member'} in generation {generation} "
-                    f"while {group.state} in generation {group.generation_id}",
+                    f"validated while {state}",
                 )
             )
         for topic, partition, offset in e["offsets"]:
@@ -257,8 +235,8 @@ class GroupAccounting:
         return found
 
     def _offsets_expired(self, e: Mapping[str, Any]) -> None:
-        for topic, partition in e["offsets"]:
-            self._committed.pop((e["group_id"], f"{topic}-{partition}"), None)
+        for tp in e["partitions"]:
+            self._committed.pop((e["group_id"], tp), None)
 
     def _position_set(self, e: Mapping[str, Any]) -> None:
         if e["source"] == "committed":
@@ -275,6 +253,7 @@ class GroupAccounting:
     def _generation(self, e: Mapping[str, Any]) -> None:
         if e["members"]:
             self.rebalances += 1
+        self._generation_members[(e["group_id"], e["generation_id"])] = set(e["members"])
 
     def _offsets(self, e: Mapping[str, Any]) -> None:
         if e["role"] == "leader":
@@ -351,8 +330,6 @@ _HANDLERS: dict[str, Any] = {
     "poll_timeout_expired": GroupAccounting._poll_timeout,
     "group_member_added": GroupAccounting._group_member,
     "group_member_removed": GroupAccounting._group_member,
-    "group_state_changed": GroupAccounting._group_state,
-    "group_coordinator_loaded": GroupAccounting._group_loaded,
     "offset_commit_completed": GroupAccounting._commit_completed,
     "offsets_expired": GroupAccounting._offsets_expired,
     "offset_commit_answered": GroupAccounting._commit_answered,

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.broker import follower, leader, produce
-from actors.broker.config import BrokerConfig
+from actors.broker import follower, groups, leader, produce
+from actors.broker.config import GROUP_COORDINATOR_ACTOR, BrokerConfig
 from actors.broker.partition import Partition
 from actors.broker.partition_log import PartitionLog, partitions_on_disk
 from actors.broker.state import BrokerState
 from actors.core import Address, Ctx, Inbound, Out
 from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
+from protocols.group import FindCoordinatorRequest
 from protocols.producer import InitProducerIdRequest
 from protocols.metadata import (
     BrokerRegistered,
@@ -87,7 +88,11 @@ class Broker:
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
         out = Out()
         waiting = self.state.muted.get(inbound.src)
-        if waiting is not None and isinstance(inbound.message, produce.CLIENT_REQUESTS):
+        if (
+            waiting is not None
+            and isinstance(inbound.message, produce.CLIENT_REQUESTS)
+            and inbound.src.actor != GROUP_COORDINATOR_ACTOR  # appends in-process in Kafka: never muted
+        ):
             waiting.append(inbound)  # its connection is muted until the answer before it is sent
         else:
             self.handle(ctx, out, inbound)
@@ -128,6 +133,8 @@ class Broker:
                 self._on_stop_replica(out, inbound, req)
             case MetadataRequest() as req:
                 self._on_metadata(out, inbound, req)
+            case FindCoordinatorRequest() as req:
+                groups.on_find_coordinator(self, out, inbound, req)
             case BrokerRegistered(broker_epoch):
                 self.state.broker_epoch = broker_epoch
             case Disconnected(peer):
@@ -256,6 +263,7 @@ class Broker:
                 tp = TopicPartition(p.topic, p.partition)
                 follower.stop_following(self, tp)
                 out.emit("replica_stopped", topic=p.topic, partition=p.partition, leader_epoch=p.leader_epoch)
+                groups.replica_stopped(self, out, tp, p.leader_epoch)
         out.reply(inbound, StopReplicaResponse(error))
 
     def _on_metadata(self, out: Out, inbound: Inbound, req: MetadataRequest) -> None:
@@ -302,7 +310,7 @@ class Broker:
             "partition_epoch": p.partition_epoch,
             "controller_epoch": p.controller_epoch,
         }
-        previous_leader = partition.leader
+        previous_leader, was_leader = partition.leader, partition.is_leader
         if p.leader == me:
             partition.make_leader(**assignment, me=me, now_ms=ctx.now_ms)
             follower.stop_following(self, tp)
@@ -318,6 +326,7 @@ class Broker:
                 high_watermark=partition.log.high_watermark,
             )
             self.after_leader_change(ctx, out, partition, leo_changed=False)
+            groups.leadership_changed(self, out, partition, was_leader=was_leader)
             return ErrorCode.NONE
         changed = partition.make_follower(leader=p.leader, **assignment)
         out.emit(
@@ -334,5 +343,6 @@ class Broker:
         elif changed and (self.config.profile.leader_epochs or p.leader != previous_leader):
             # Before 0.11, makeFollower did nothing for an unchanged leader (no truncation to HW).
             follower.start_following(self, ctx, out, partition)
+        groups.leadership_changed(self, out, partition, was_leader=was_leader)
         return ErrorCode.NONE
 

@@ -62,6 +62,14 @@ class BrokerConfig:
     bootstrap: tuple[LeaderAndIsrPartition, ...] = ()
     """Partitions as the controller creates them (leader = first replica, LE 0, ISR = all
     replicas), applied at every start while the cluster has no controller."""
+    group_coordinator: Address | None = None
+    """The group coordinator on this node, told when this broker becomes or stops being the
+    leader of a `__consumer_offsets` partition; None in a cluster without consumer groups."""
+    offsets_topic_num_partitions: int = 50
+    """`offsets.topic.num.partitions`: FindCoordinator hashes a group id over this many."""
+    offsets_topic_leaders: tuple[int, ...] = ()
+    """In a cluster without a controller, each `__consumer_offsets` partition's leader (its
+    first replica; leaders never move there): FindCoordinator answers from it."""
 
     def min_insync_replicas_for(self, topic: str) -> int:
         return dict(self.topic_min_insync_replicas).get(topic, self.min_insync_replicas)

@@ -11,7 +11,9 @@ Models `ReplicaManager.appendRecords`, `Partition.appendRecordsToLeader` and `De
 
 A client connection whose produce waits in the purgatory is muted, as Kafka's socket server
 mutes a channel until its answer is sent: requests that arrive on it meanwhile are handled, in
-order, once the answer has gone.
+order, once the answer has gone. The group coordinator's appends are never held back
+(`Broker.on_message`): Kafka's coordinator calls `appendRecords` in-process, not over a socket,
+so one commit waiting for its replicas holds back neither the next commit nor a group record.
 
 Producer ids: a broker hands out ids from a block of `PRODUCER_ID_BLOCK_SIZE`, taking a new
 block when one runs out and after each restart. Kafka takes the blocks in turn from ZooKeeper's

@@ -270,8 +270,11 @@ class Consumer:
         self.last_poll_ms = self.now_ms
         self._arm_poll_timeout(out)
         self.app = App.POLLING
-        self.app_until_ms = self.now_ms + self.config.poll_timeout_ms
-        out.set_timer("app", self.config.poll_timeout_ms)
+        # A poll(0) that finds nothing returns at once, and the application polls again: here
+        # no sooner than the next millisecond, so simulated time moves on.
+        wait = max(1, self.config.poll_timeout_ms)
+        self.app_until_ms = self.now_ms + wait
+        out.set_timer("app", wait)
         self._poll_loop(out)
 
     def _resume_poll(self, out: Out) -> None:
@@ -610,9 +613,13 @@ class Consumer:
         m, cfg = self.m, self.config
         if m.state.has_not_joined or self.app is App.STOPPED:
             return
-        due = m.next_heartbeat_ms
+        # With a heartbeat in flight the thread waits for its answer (or the session's end).
+        due = m.next_heartbeat_ms if m.heartbeat_in_flight is None else None
         if m.coordinator is not None:
-            due = min(due, m.last_heartbeat_ok_ms + cfg.session_timeout_ms)
+            session_end = m.last_heartbeat_ok_ms + cfg.session_timeout_ms
+            due = session_end if due is None else min(due, session_end)
+        if due is None:
+            return
         out.set_timer("heartbeat", max(0, due - self.now_ms))
 
     def _heartbeat_thread(self, out: Out) -> None:
@@ -1028,6 +1035,8 @@ class Consumer:
             m.rejoin_needed = True
         elif kind == "heartbeat":
             m.heartbeat_in_flight = None
+            m.next_heartbeat_ms = self.now_ms + self.config.retry_backoff_ms
+            self._arm_heartbeat(out)
         elif kind == "commit":
             self._commit_answered(out, detail, error, None)
         elif kind == "offset_fetch":

@@ -1,0 +1,57 @@
+"""The group coordinator's configuration: its broker, the offsets topic, and Kafka's group settings
+(`GroupCoordinatorConfig`, `OffsetConfig`) with their defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from actors.broker.config import broker_address, group_coordinator_address
+from actors.core import Address
+from sim.profiles import Profile
+
+__all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupCoordinatorConfig"]
+
+NEW_MEMBER_JOIN_TIMEOUT_MS = 300000
+"""`GroupCoordinator.NewMemberJoinTimeoutMs`: a new member's parked JoinGroup expires after this."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCoordinatorConfig:
+    broker_id: int
+    profile: Profile = field(default_factory=lambda: Profile.for_version("3.9"))
+    offsets_topic_num_partitions: int = 50
+    offsets_commit_timeout_ms: int = 5000
+    offsets_retention_ms: int = 10080 * 60000
+    """`offsets.retention.minutes`, in ms."""
+    offsets_retention_check_interval_ms: int = 600000
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    skip_assignment_for_static_leader: bool = True
+    """KIP-814 (JoinGroup v9, 3.2.0): a static leader that replaced itself in Stable is told it
+    leads, with `skip_assignment`; before, it is told the old leader id."""
+    load_ms: int = 0
+    """How long loading a partition takes. Kafka reads the partition's log from disk; the model
+    loads at once (0) unless a test asks for a window where requests get
+    COORDINATOR_LOAD_IN_PROGRESS."""
+
+    @property
+    def address(self) -> Address:
+        return group_coordinator_address(self.broker_id)
+
+    @property
+    def broker(self) -> Address:
+        """The replica manager on the same node: the coordinator appends through it."""
+        return broker_address(self.broker_id)
+
+    @classmethod
+    def for_profile(cls, broker_id: int, profile: Profile, **settings: object) -> GroupCoordinatorConfig:
+        """Defaults from the version profile, then explicit settings."""
+        defaults = {
+            "offsets_retention_ms": profile.defaults["offsets.retention.minutes"] * 60000,
+            "group_initial_rebalance_delay_ms": profile.defaults["group.initial.rebalance.delay.ms"],
+            "group_max_session_timeout_ms": profile.defaults["group.max.session.timeout.ms"],
+            # KIP-814 came with 3.2.0; the profile has no flag for it.
+            "skip_assignment_for_static_leader": profile.version >= (3, 2, 0),
+        }
+        return cls(broker_id, profile, **{**defaults, **settings})  # type: ignore[arg-type]

@@ -1,0 +1,195 @@
+"""Consumer groups end to end: real brokers, the controller, group coordinators on
+`__consumer_offsets` and consumers with their poll loop. Each test states one rule of the
+classic protocol and checks it through the event log and the summary's duplicate accounting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sim.cluster import Cluster
+from sim.scenario import parse_scenario
+
+BASE = """
+[run]
+name = "groups"
+seed = {seed}
+"duration.ms" = {duration}
+
+[kafka]
+version = "{version}"
+
+[network]
+"latency.min.ms" = 2
+"latency.max.ms" = 4
+
+[cluster]
+brokers = 3
+
+[broker]
+"min.insync.replicas" = 2
+"offsets.topic.num.partitions" = 5
+
+[[topics]]
+name = "T"
+partitions = 4
+"replication.factor" = 3
+
+[[producers]]
+topic = "T"
+acks = "all"
+records = {records}
+"interval.ms" = 10
+"start.ms" = 0
+"""
+
+
+def scenario(consumers: str, faults: str = "", *, seed: int = 1, duration: int = 40_000, records: int = 3000, version: str = "3.9") -> Any:
+    text = BASE.format(seed=seed, duration=duration, records=records, version=version) + consumers + faults
+    return parse_scenario(text, "groups.toml")
+
+
+def run(scn: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    with Cluster(scn) as cluster:
+        events: list[dict[str, Any]] = []
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+        checks = cluster.final_checks()
+        assert cluster.kernel.invariant_violations == [], cluster.kernel.invariant_violations[:3]
+    return events, checks
+
+
+def where(events: list[dict[str, Any]], name: str, **match: Any) -> list[dict[str, Any]]:
+    return [e for e in events if e["event"] == name and all(e.get(k) == v for k, v in match.items())]
+
+
+TWO = """
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+count = 2
+"session.timeout.ms" = 10000
+"auto.commit.interval.ms" = 1000
+"max.poll.records" = 20
+"process.record.ms" = 1
+"auto.offset.reset" = "earliest"
+"""
+
+
+def test_two_members_share_the_partitions_and_process_every_record_once() -> None:
+    """A stable group of two splits T's four partitions by range (two each) and, without
+    faults, processes each acknowledged record exactly once."""
+    events, checks = run(scenario(TWO, records=1000, duration=30_000))
+    final = {}
+    for e in where(events, "partitions_assigned"):
+        final[e["node"]] = e["assignment"]
+    assert sorted(len(v) for v in final.values()) == [2, 2]
+    assert sorted(sum(final.values(), [])) == ["T-0", "T-1", "T-2", "T-3"]
+    assert checks["duplicates"] == 0
+    assert checks["consumed"] == checks["acked"] == 1000
+    assert checks["rebalances"] >= 1
+
+
+def test_a_graceful_close_with_auto_commit_duplicates_nothing() -> None:
+    """close() commits the positions synchronously before it leaves: the partitions' next
+    owner starts where the closed member stopped."""
+    close = '\n[[faults]]\nkind = "close"\nnode = "consumer-1"\n"at.ms" = 12000\n'
+    events, checks = run(scenario(TWO, close, records=2000, duration=40_000))
+    assert where(events, "consumer_closed", node="consumer-1")
+    assert [e["kind"] for e in where(events, "offset_commit_sent", node="consumer-1")][-1] == "close"
+    assert checks["duplicates"] == 0
+    assert checks["consumed"] == checks["acked"] == 2000
+
+
+def test_a_crash_duplicates_exactly_what_was_processed_since_the_last_successful_commit() -> None:
+    """A consumer process crash: its partitions move once its session expires, and the new
+    owner re-processes, per partition, the records from the last successful commit to what the
+    crashed member had processed, each labelled crash_before_commit."""
+    crash = '\n[[faults]]\nkind = "crash"\nnode = "consumer-1"\n"at.ms" = 12500\n'
+    events, checks = run(scenario(TWO, crash, records=3000, duration=45_000))
+    crash_ms = 12500
+    processed: dict[str, int] = {}
+    for e in where(events, "records_processed", node="consumer-1"):
+        if e["ts_ms"] < crash_ms:
+            tp = f"{e['topic']}-{e['partition']}"
+            processed[tp] = max(processed.get(tp, 0), e["end_offset"])
+    commits = {e["commit_id"]: e for e in where(events, "offset_commit_sent", node="consumer-1")}
+    committed: dict[str, int] = {}
+    for answer in where(events, "offset_commit_answered", node="consumer-1", error="NONE"):
+        for topic, partition, offset in commits[answer["commit_id"]]["offsets"]:
+            committed[f"{topic}-{partition}"] = offset
+    expected = sum(end - committed.get(tp, 0) for tp, end in processed.items())
+    assert expected > 0
+    assert checks["duplicates"] == expected
+    assert checks["duplicates_by_cause"] == {"crash_before_commit": expected}
+    assert checks["consumed"] == checks["acked"] + expected
+
+
+def test_a_stalled_member_leaves_and_its_late_commit_is_rejected() -> None:
+    """A poll later than max.poll.interval.ms: the heartbeat thread sends LeaveGroup, the
+    partitions move, and the zombie's next commit is refused; the group's committed offset
+    does not move back, and what the zombie had processed since its last commit is processed
+    again by the next owner (poll_interval_exceeded)."""
+    stalled = TWO.replace('"session.timeout.ms" = 10000', '"session.timeout.ms" = 10000\n"max.poll.interval.ms" = 8000')
+    stall = '\n[[faults]]\nkind = "stall"\nnode = "consumer-1"\n"at.ms" = 12000\n"duration.ms" = 15000\n'
+    events, checks = run(scenario(stalled, stall, records=3000, duration=45_000))
+    assert where(events, "poll_timeout_expired", node="consumer-1", static=False)
+    assert where(events, "group_member_removed", reason="leave")
+    rejected = [e for e in where(events, "offset_commit_answered", node="consumer-1") if e["error"] not in ("NONE",)]
+    assert rejected, "the zombie's commit after the stall is not accepted"
+    assert checks["duplicates"] > 0
+    assert set(checks["duplicates_by_cause"]) == {"poll_interval_exceeded"}
+    _committed_never_moves_back(events)
+
+
+def _committed_never_moves_back(events: list[dict[str, Any]]) -> None:
+    latest: dict[tuple[str, str, int], int] = {}
+    for e in where(events, "offset_commit_completed", error="NONE"):
+        for topic, partition, offset in e["offsets"]:
+            key = (e["group_id"], topic, partition)
+            assert offset >= latest.get(key, 0), (key, offset, latest.get(key))
+            latest[key] = offset
+
+
+@pytest.mark.parametrize(("call", "label"), [("unsubscribe", "unsubscribe_without_commit"), ("close", None)])
+def test_unsubscribe_without_a_commit_duplicates_what_close_would_have_committed(call: str, label: str | None) -> None:
+    """unsubscribe() does not commit: the records processed since the last auto-commit are
+    processed again by the next owner. close() commits them first, so nothing is."""
+    fault = f'\n[[faults]]\nkind = "{call}"\nnode = "consumer-1"\n"at.ms" = 12650\n'
+    events, checks = run(scenario(TWO, fault, records=3000, duration=40_000))
+    if label is None:
+        assert checks["duplicates"] == 0
+    else:
+        assert checks["duplicates"] > 0
+        assert checks["duplicates_by_cause"] == {label: checks["duplicates"]}
+    assert checks["consumed"] == checks["acked"] + checks["duplicates"]
+
+
+def test_an_expelled_member_keeps_processing_and_its_late_commit_is_fenced() -> None:
+    """Cut off from its coordinator only, a member's heartbeats stop reaching it: the
+    coordinator removes it after its session, the partitions move, and the member, which still
+    fetches from the leaders, processes on (a zombie) until it reaches the coordinator again;
+    its commit is then refused with UNKNOWN_MEMBER_ID and the committed offset does not move
+    back. Everything both processed is counted, as expelled_session_timeout."""
+    scn = scenario(TWO, records=3000, duration=45_000)
+    with Cluster(scn) as cluster:
+        events: list[dict[str, Any]] = []
+        cluster.kernel.observe(events.append)
+        cluster.run(until_ms=10_000)
+        coordinator = cluster.state("consumer-1", "consumer")["coordinator"]
+        owned = cluster.state("consumer-1", "consumer")["assignment"]
+        leaders = {cluster.state(f"broker-{b}", "broker")["partitions"][tp]["leader"] for b in (1, 2, 3) for tp in owned if tp in cluster.state(f"broker-{b}", "broker")["partitions"]}
+        assert coordinator not in leaders, "the test needs the coordinator to lead none of consumer-1's partitions"
+        cluster.partition(["consumer-1"], [f"broker-{coordinator}"])
+        cluster.run(until_ms=25_000)
+        cluster.heal()
+        cluster.run_to_end()
+        checks = cluster.final_checks()
+        assert cluster.kernel.invariant_violations == []
+    assert where(events, "group_member_removed", reason="session_timeout")
+    fenced = [e for e in where(events, "offset_commit_completed") if e["error"] in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION")]
+    assert fenced, "the zombie's commit reaches the coordinator and is refused"
+    assert checks["duplicates"] > 0
+    assert set(checks["duplicates_by_cause"]) == {"expelled_session_timeout"}
+    _committed_never_moves_back(events)

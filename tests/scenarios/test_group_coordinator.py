@@ -1,0 +1,379 @@
+"""The group coordinator in a real cluster (3 brokers, ZooKeeper mode, the real controller), driven
+by scripted clients that send FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit and
+OffsetFetch at exact times. Latency is exactly 1 ms, so every time below is exact.
+
+`my-group` hashes to `__consumer_offsets-0` of 3 (`Utils.abs("my-group".hashCode) % 3`), whose
+replicas are [1, 2, 3]: broker 1 coordinates it, and broker 2 after broker 1 crashes. A
+`[[consumers]]` entry that never starts makes the scenario create `__consumer_offsets` and the
+coordinators; the clients below play the consumers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from actors.broker.config import broker_address, group_coordinator_address
+from actors.core import Address, Ctx, Inbound, Out
+from actors.group.placement import partition_for
+from protocols.errors import ErrorCode
+from protocols.group import (
+    Assignment,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupProtocol,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitTopic,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    Subscription,
+    SyncGroupAssignment,
+    SyncGroupRequest,
+    SyncGroupResponse,
+    TopicPartitions,
+)
+from sim.cluster import Cluster
+from sim.kernel import ActorSpec, HostKind, NodeSpec
+from sim.scenario import parse_scenario
+
+E = ErrorCode
+GROUP = "my-group"
+SCENARIO = """
+[run]
+"duration.ms" = 60000
+[network]
+"latency.min.ms" = 1
+"latency.max.ms" = 1
+[cluster]
+brokers = 3
+[broker]
+"offsets.topic.num.partitions" = 3
+"zookeeper.session.timeout.ms" = 6000
+[[topics]]
+name = "T"
+partitions = 3
+"replication.factor" = 3
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+"start.ms" = 100000000
+"""
+PROTOCOLS = (JoinGroupProtocol("range", Subscription(("T",))),)
+
+Message = Any | Callable[["Client"], Any]
+
+
+@dataclass
+class Client:
+    """A scripted client: sends each `(at_ms, destination, message)` at its time; a destination
+    or message may be a function of the client, to use what it has received (its member id,
+    its coordinator). Records every answer as (time, message)."""
+
+    steps: list[tuple[int, Address | Callable[[Client], Address], Message]] = field(default_factory=list)
+    received: list[tuple[int, Any]] = field(default_factory=list)
+
+    def on_start(self, ctx: Ctx) -> Out:
+        out = Out()
+        for i, (at, _, _) in enumerate(self.steps):
+            out.set_timer(str(i), max(0, at - ctx.now_ms))
+        return out
+
+    def on_timer(self, ctx: Ctx, key: str) -> Out:
+        out = Out()
+        _, dst, message = self.steps[int(key)]
+        dst = dst(self) if callable(dst) else dst
+        message = message(self) if callable(message) else message
+        out.send(dst, message, int(key) + 1)
+        return out
+
+    def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
+        self.received.append((ctx.now_ms, inbound.message))
+        return Out()
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"received": len(self.received)}
+
+    # ------------------------------------------------------------------ what it learned
+
+    def answers(self, kind: type) -> list[tuple[int, Any]]:
+        return [(t, m) for t, m in self.received if isinstance(m, kind)]
+
+    @property
+    def member_id(self) -> str:
+        """The member id of its latest JoinGroup answer that named one."""
+        return [m.member_id for _, m in self.answers(JoinGroupResponse) if m.member_id][-1]
+
+    @property
+    def generation_id(self) -> int:
+        return [m.generation_id for _, m in self.answers(JoinGroupResponse) if m.error_code is E.NONE][-1]
+
+    @property
+    def coordinator(self) -> Address:
+        [*_, (_, found)] = self.answers(FindCoordinatorResponse)
+        return group_coordinator_address(found.node_id)
+
+
+def join(member_id: str | Callable[[Client], str] = "") -> Callable[[Client], JoinGroupRequest]:
+    def build(c: Client) -> JoinGroupRequest:
+        mid = member_id(c) if callable(member_id) else member_id
+        return JoinGroupRequest(GROUP, 10000, 60000, mid, protocols=PROTOCOLS)
+
+    return build
+
+
+def rejoin(c: Client) -> JoinGroupRequest:
+    return join(lambda c: c.member_id)(c)
+
+
+def commit(generation: int | None, offsets: dict[int, int]) -> Callable[[Client], OffsetCommitRequest]:
+    def build(c: Client) -> OffsetCommitRequest:
+        parts = tuple(OffsetCommitPartition(p, o) for p, o in sorted(offsets.items()))
+        gen = c.generation_id if generation is None else generation
+        return OffsetCommitRequest(GROUP, gen, c.member_id, topics=(OffsetCommitTopic("T", parts),))
+
+    return build
+
+
+def heartbeat(c: Client) -> HeartbeatRequest:
+    return HeartbeatRequest(GROUP, c.generation_id, c.member_id)
+
+
+def sync(assign: Callable[[Client], dict[str, tuple[int, ...]]] | None = None) -> Callable[[Client], SyncGroupRequest]:
+    def build(c: Client) -> SyncGroupRequest:
+        assignments = ()
+        if assign is not None:
+            assignments = tuple(
+                SyncGroupAssignment(mid, Assignment((TopicPartitions("T", ps),))) for mid, ps in sorted(assign(c).items())
+            )
+        return SyncGroupRequest(GROUP, c.generation_id, c.member_id, assignments=assignments)
+
+    return build
+
+
+FETCH = OffsetFetchRequest(GROUP, (TopicPartitions("T", (0, 1, 2)),))
+FIND = FindCoordinatorRequest(GROUP)
+
+
+def fetched(response: OffsetFetchResponse) -> dict[str, int]:
+    return {f"{t.name}-{p.partition}": p.committed_offset for t in response.topics for p in t.partitions}
+
+
+def at(client: Client, kind: type, t: int) -> Any:
+    """The answer of `kind` the client received at exactly `t`."""
+    [found] = [m for when, m in client.answers(kind) if when == t]
+    return found
+
+
+def where(events: list[dict[str, Any]], name: str, **match: Any) -> list[dict[str, Any]]:
+    return [e for e in events if e["event"] == name and all(e.get(k) == v for k, v in match.items())]
+
+
+@pytest.fixture
+def cluster() -> Any:
+    scenario = parse_scenario(SCENARIO, "group-coordinator", [])
+    with Cluster(scenario, host=HostKind.DIRECT) as built:
+        yield built
+
+
+def _start(cluster: Cluster, **clients: Client) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    cluster.kernel.observe(events.append)
+    for name, client in clients.items():
+        cluster.kernel.add_node(NodeSpec(name, (ActorSpec("client", lambda c=client: c),)))
+    return events
+
+
+C1_PLAN = [
+    (1000, broker_address(1), FIND),
+    (1100, lambda c: c.coordinator, join()),
+    (1200, lambda c: c.coordinator, rejoin),
+]
+COORDINATOR_1, COORDINATOR_2 = group_coordinator_address(1), group_coordinator_address(2)
+
+
+def test_find_coordinator_answers_the_leader_of_the_groups_partition(cluster: Cluster) -> None:
+    """FindCoordinator hashes the group id to its `__consumer_offsets` partition and answers that
+    partition's leader from the broker's metadata cache, whichever broker is asked."""
+    assert partition_for(GROUP, 3) == 0
+    c1 = Client([(1000, broker_address(3), FIND)])
+    _start(cluster, c1=c1)
+    cluster.run(until_ms=1010)
+    assert c1.answers(FindCoordinatorResponse) == [(1002, FindCoordinatorResponse(E.NONE, 1))]
+
+
+def test_member_id_required_then_generation_1_after_the_initial_delay(cluster: Cluster) -> None:
+    """KIP-394: the first JoinGroup gets MEMBER_ID_REQUIRED; the join with that id moves the
+    Empty group to PreparingRebalance, and the InitialDelayedJoin completes it 3000 ms later
+    (at 1201 + 3000) as generation 1, with the member as leader."""
+    c1 = Client(list(C1_PLAN))
+    events = _start(cluster, c1=c1)
+    cluster.run(until_ms=4300)
+    first = at(c1, JoinGroupResponse, 1102)
+    assert first.error_code is E.MEMBER_ID_REQUIRED and first.member_id.startswith("consumer-my-group-1-")
+    [started] = where(events, "generation_started")
+    assert (started["ts_ms"], started["node"], started["generation_id"]) == (4201, "broker-1", 1)
+    assert started["members"] == [first.member_id] and started["leader_member_id"] == first.member_id
+    answer = at(c1, JoinGroupResponse, 4202)
+    assert (answer.error_code, answer.generation_id, answer.leader, answer.protocol_name) == (E.NONE, 1, first.member_id, "range")
+    assert [m.member_id for m in answer.members] == [first.member_id]
+    states = [(e["ts_ms"], e["previous_state"], e["state"]) for e in where(events, "group_state_changed")]
+    assert states == [(1101, None, "Empty"), (1201, "Empty", "PreparingRebalance"), (4201, "PreparingRebalance", "CompletingRebalance")]
+
+
+def leader_assignment(c: Client) -> dict[str, tuple[int, ...]]:
+    """What the leader assigns in generation 2: T-0 and T-1 to the lower member id, T-2 to the other."""
+    [*_, (_, answer)] = [(t, m) for t, m in c.answers(JoinGroupResponse) if m.error_code is E.NONE]
+    low, high = (m.member_id for m in answer.members)
+    return {low: (0, 1), high: (2,)}
+
+
+@dataclass
+class Story:
+    """One run: C1 forms generation 1 alone, C2 joins (generation 2), both commit, C3 joins
+    (a rebalance that is never stored), broker 1 crashes at 8000, and broker 2 takes over."""
+
+    c1: Client
+    c2: Client
+    c3: Client
+    events: list[dict[str, Any]]
+    log: list[str]
+    """`__consumer_offsets-0` on broker 2 at the end."""
+
+
+@pytest.fixture(scope="module")
+def story() -> Story:
+    c1 = Client(
+        [
+            *C1_PLAN,
+            (4300, COORDINATOR_1, sync(lambda c: {c.member_id: (0, 1, 2)})),
+            (5000, COORDINATOR_1, commit(None, {0: 5})),
+            (6200, COORDINATOR_1, heartbeat),
+            (6300, COORDINATOR_1, rejoin),
+            (6500, COORDINATOR_1, sync(leader_assignment)),
+            (7000, COORDINATOR_1, commit(1, {0: 7})),
+            (7100, COORDINATOR_1, commit(None, {0: 10, 1: 20})),
+            (12050, broker_address(2), FIND),
+            (12100, lambda c: c.coordinator, heartbeat),
+        ]
+    )
+    c2 = Client(
+        [
+            (5001, COORDINATOR_1, FETCH),
+            (5010, COORDINATOR_1, FETCH),
+            (6000, COORDINATOR_1, join()),
+            (6100, COORDINATOR_1, rejoin),
+            (6400, COORDINATOR_1, sync()),
+            (7200, COORDINATOR_1, commit(None, {2: 30})),
+            (12100, COORDINATOR_2, FETCH),
+        ]
+    )
+    c3 = Client(
+        [
+            (7500, COORDINATOR_1, join()),
+            (7600, COORDINATOR_1, rejoin),
+            (12050, broker_address(3), FIND),
+            (12100, lambda c: c.coordinator, rejoin),
+        ]
+    )
+    scenario = parse_scenario(SCENARIO, "group-coordinator", [])
+    with Cluster(scenario, host=HostKind.DIRECT) as cluster:
+        events = _start(cluster, c1=c1, c2=c2, c3=c3)
+        cluster.run(until_ms=8000)
+        cluster.crash("broker-1")
+        cluster.run(until_ms=12200)
+        partition = cluster.state("broker-2", "broker")["partitions"]["__consumer_offsets-0"]
+        log = [value for _, _, value in partition["log"]]
+    return Story(c1, c2, c3, events, log)
+
+
+def test_a_second_member_starts_generation_2_and_the_leader_stays(story: Story) -> None:
+    """C2's join (6101) moves the Stable group to PreparingRebalance in generation 1; C1's
+    heartbeat is told REBALANCE_IN_PROGRESS; C1's rejoin (6301) completes the join at once (all
+    members joined, none pending): generation 2, C1 still leader, and only C1's answer lists the
+    members."""
+    c1, c2 = story.c1, story.c2
+    m1, m2 = c1.member_id, c2.member_id
+    [(t, changed)] = [(e["ts_ms"], e["previous_state"]) for e in where(story.events, "group_state_changed", generation_id=1, state="PreparingRebalance")]
+    assert (t, changed) == (6101, "Stable")
+    assert at(c1, HeartbeatResponse, 6202).error_code is E.REBALANCE_IN_PROGRESS
+    [started] = where(story.events, "generation_started", generation_id=2)
+    assert (started["ts_ms"], started["leader_member_id"], started["members"]) == (6301, m1, sorted([m1, m2]))
+    leader, follower = at(c1, JoinGroupResponse, 6302), at(c2, JoinGroupResponse, 6302)
+    assert (leader.generation_id, leader.leader, sorted(m.member_id for m in leader.members)) == (2, m1, sorted([m1, m2]))
+    assert (follower.generation_id, follower.leader, follower.members) == (2, m1, ())
+
+
+def test_sync_group_answers_once_the_leaders_assignment_is_stored(story: Story) -> None:
+    """The leader's SyncGroup (6501) is answered only after the group record is replicated
+    (acks=-1: stored at 6505); the follower's SyncGroup, parked since 6401, gets its share at
+    the same moment, and the group is Stable."""
+    c1, c2 = story.c1, story.c2
+    [stored] = where(story.events, "group_assignment_stored", generation_id=2)
+    low, high = sorted([c1.member_id, c2.member_id])
+    assert (stored["ts_ms"], stored["error"]) == (6505, "NONE")
+    assert stored["assignments"] == [[low, ["T-0", "T-1"]], [high, ["T-2"]]]
+    mine = {c1.member_id: at(c1, SyncGroupResponse, 6506), c2.member_id: at(c2, SyncGroupResponse, 6506)}
+    assert mine[low].assignment == Assignment((TopicPartitions("T", (0, 1)),))
+    assert mine[high].assignment == Assignment((TopicPartitions("T", (2,)),))
+    [stable] = where(story.events, "group_state_changed", node="broker-1", generation_id=2, state="Stable")
+    assert stable["ts_ms"] == 6505
+    [record] = [r for r in map(json.loads, story.log) if r["type"] == "group" and r["generation"] == 2]
+    assert [(m["member_id"], m["assignment"]) for m in record["members"]] == [(low, [["T", 0], ["T", 1]]), (high, [["T", 2]])]
+
+
+def test_a_commit_is_visible_to_offset_fetch_only_after_its_append(story: Story) -> None:
+    """C1's commit of T-0 = 5 reaches the coordinator at 5001 and is answered at 5005, once
+    replicated; C2's OffsetFetch handled at 5002 does not see it, the one at 5011 does."""
+    c1, c2 = story.c1, story.c2
+    assert [p.error_code for p in at(c1, OffsetCommitResponse, 5006).partitions] == [E.NONE]
+    assert fetched(at(c2, OffsetFetchResponse, 5003)) == {"T-0": -1, "T-1": -1, "T-2": -1}
+    assert fetched(at(c2, OffsetFetchResponse, 5012)) == {"T-0": 5, "T-1": -1, "T-2": -1}
+
+
+def test_a_commit_from_an_older_generation_is_illegal(story: Story) -> None:
+    """In generation 2, a commit that carries generation 1 gets ILLEGAL_GENERATION at once and
+    writes nothing."""
+    answer = at(story.c1, OffsetCommitResponse, 7002)
+    assert [p.error_code for p in answer.partitions] == [E.ILLEGAL_GENERATION]
+    [completed] = where(story.events, "offset_commit_completed", generation_id=1, error="ILLEGAL_GENERATION")
+    assert (completed["ts_ms"], completed["offsets"]) == (7001, [["T", 0, 7]])
+    assert not any('"offset":7' in value for value in story.log)
+
+
+def test_the_new_coordinator_resumes_the_last_stored_generation(story: Story) -> None:
+    """Broker 1 crashes at 8000 with C3's join of generation 3 under way. Once the controller
+    moves `__consumer_offsets-0` to broker 2 (leader epoch 2), broker 2 loads generation 2,
+    Stable, with C1 and C2: C1's heartbeat is answered NONE, and C3, never stored, gets
+    UNKNOWN_MEMBER_ID."""
+    c1, c2, c3 = story.c1, story.c2, story.c3
+    [loaded] = where(story.events, "group_coordinator_loaded", node="broker-2", partition=0)
+    assert (loaded["ts_ms"], loaded["leader_epoch"], loaded["groups"]) == (12030, 2, [GROUP])
+    [resumed] = where(story.events, "group_state_changed", node="broker-2", group_id=GROUP)
+    assert (resumed["previous_state"], resumed["state"], resumed["generation_id"]) == (None, "Stable", 2)
+    added = sorted(e["member_id"] for e in where(story.events, "group_member_added", node="broker-2"))
+    assert added == sorted([c1.member_id, c2.member_id])
+    assert at(c1, FindCoordinatorResponse, 12052).node_id == 2
+    assert at(c1, HeartbeatResponse, 12102).error_code is E.NONE
+    assert at(c3, JoinGroupResponse, 12102).error_code is E.UNKNOWN_MEMBER_ID
+    assert not where(story.events, "generation_started", generation_id=3)
+
+
+def test_every_acknowledged_commit_survives_the_failover(story: Story) -> None:
+    """Each commit acknowledged by broker 1 was replicated with acks=-1, so broker 2 serves the
+    last acknowledged offset of every partition."""
+    answers = [a for c in (story.c1, story.c2) for _, a in c.answers(OffsetCommitResponse)]
+    accepted = where(story.events, "offset_commit_completed", node="broker-1", error="NONE")
+    assert len(accepted) == sum(all(p.error_code is E.NONE for p in a.partitions) for a in answers) == 3
+    acknowledged = {f"{topic}-{partition}": offset for e in accepted for topic, partition, offset in e["offsets"]}
+    assert acknowledged == {"T-0": 10, "T-1": 20, "T-2": 30}
+    assert fetched(at(story.c2, OffsetFetchResponse, 12102)) == acknowledged
