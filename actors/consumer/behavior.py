@@ -1088,6 +1088,9 @@ def _offsets(offsets: dict[TopicPartition, tuple[int, int]]) -> list[list[Any]]:
     return [[tp.topic, tp.partition, offset] for tp, (offset, _) in sorted(offsets.items())]
 
 
+_RETRIABLE_OUTCOMES = frozenset({DISCONNECTED, TIMEOUT, *(e.name for e in _RETRIABLE_COMMIT)})
+
+
 def _retriable(outcome: str) -> bool:
-    return outcome in (DISCONNECTED, TIMEOUT) or outcome in {e.name for e in _RETRIABLE_COMMIT}
+    return outcome in _RETRIABLE_OUTCOMES
 
