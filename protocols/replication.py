@@ -6,8 +6,13 @@ Field names are Kafka's (`fetch_offset`, `last_fetched_epoch`, `current_leader_e
 structures, since msgpack map keys must be strings. Versions here are this registry's own: a
 field added later says `since`.
 
-Left out: compression, record keys, headers and timestamps, topic ids,
-fetch sessions' incremental protocol (KIP-227; a session here always lists its partitions).
+Fetch sessions (KIP-227) are modelled by `session_epoch` alone: 0 opens a new session, and a
+follower's request with a later epoch is answered with only the partitions that have something
+new. The request itself always lists every partition of the session (Kafka sends only the changed
+ones, but the leader reads every partition of the session either way), and there is no session id:
+a leader keeps one session per follower broker.
+
+Left out: compression, record keys, headers and timestamps, topic ids.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from dataclasses import dataclass
 
 from protocols.errors import ErrorCode
 from protocols.keys import ApiKey
-from protocols.registry import Kind, message, struct
+from protocols.registry import Kind, field, message, struct
 
 
 RECORD_BATCH_OVERHEAD = 61
@@ -154,13 +159,13 @@ class FetchedPartition:
     log_start_offset: int = 0
 
 
-@message(ApiKey.FETCH, kind=Kind.RESPONSE)
+@message(ApiKey.FETCH, kind=Kind.RESPONSE, versions=(0, 1))
 @dataclass(frozen=True, slots=True)
 class FetchResponse:
     partitions: tuple[FetchedPartition, ...]
 
 
-@message(ApiKey.FETCH, kind=Kind.REQUEST, response=FetchResponse)
+@message(ApiKey.FETCH, kind=Kind.REQUEST, versions=(0, 1), response=FetchResponse)
 @dataclass(frozen=True, slots=True)
 class FetchRequest:
     replica_id: int
@@ -170,6 +175,9 @@ class FetchRequest:
     partitions: tuple[FetchPartition, ...]
     isolation_level: int = 0
     """0 read_uncommitted (up to the HW), 1 read_committed (up to the LSO); followers: LEO."""
+    session_epoch: int = field(default=0, since=1)
+    """KIP-227: 0 opens a new fetch session (a full answer); later epochs of the same session
+    are answered incrementally."""
 
 
 # --------------------------------------------------------------------------- LeaderAndIsr (4)

@@ -55,6 +55,8 @@ class Profile:
     """KAFKA-7128 (2.1.0): a follower joins the ISR only once it reaches the leader's epoch."""
     fetch_epoch_fencing: bool
     """KIP-320 (2.1.0): FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH on fetches."""
+    incremental_fetch_sessions: bool
+    """KIP-227 (1.1.0): a follower's fetch answers carry only the partitions with something new."""
     alter_partition: bool
     """KIP-497 (2.7.0): ISR changes go to the controller by AlterPartition, not a ZK write."""
     truncate_on_fetch: bool
@@ -102,6 +104,7 @@ class Profile:
             epoch_start_on_become_leader=v >= (2, 0, 0),
             isr_join_needs_epoch_start=v >= (2, 1, 0),
             fetch_epoch_fencing=v >= (2, 1, 0),
+            incremental_fetch_sessions=v >= (1, 1, 0),
             alter_partition=v >= (2, 7, 0),
             truncate_on_fetch=v >= (2, 8, 0),
             caught_up_counts_for_hw=v >= (3, 6, 0),

@@ -81,7 +81,7 @@ def maybe_send(b: Broker, ctx: Ctx, out: Out, session: FetchSession) -> None:
         f for tp, f in sorted(session.partitions.items()) if f.backoff_until_ms <= ctx.now_ms
     ]
     waiting = [f.backoff_until_ms for f in session.partitions.values() if f.backoff_until_ms > ctx.now_ms]
-    request, included = _next_request(b, ready)
+    request, included = _next_request(b, ready, session.session_epoch)
     if request is None:
         if waiting:
             out.set_timer(f"fetcher-backoff:{session.leader}", min(waiting) - ctx.now_ms)
@@ -98,7 +98,7 @@ Request = OffsetForLeaderEpochRequest | ListOffsetsRequest | FetchRequest
 
 
 def _next_request(
-    b: Broker, ready: list[FollowedPartition]
+    b: Broker, ready: list[FollowedPartition], session_epoch: int
 ) -> tuple[Request | None, list[FollowedPartition]]:
     me = b.config.broker_id
     fencing = b.config.profile.fetch_epoch_fencing
@@ -144,6 +144,7 @@ def _next_request(
             )
             for f in fetching
         ),
+        session_epoch=session_epoch if b.config.profile.incremental_fetch_sessions else 0,
     ), fetching
 
 
@@ -182,6 +183,7 @@ def on_fetch_response(
     for followed, answer in pairs:
         _apply_fetched(b, ctx, out, followed, answer)
     if session is not None:
+        session.session_epoch += 1  # the leader holds the session: the next answer is incremental
         maybe_send(b, ctx, out, session)
 
 
@@ -265,6 +267,7 @@ def disconnected(b: Broker, ctx: Ctx, out: Out, leader: int) -> None:
     if session is None or session.in_flight is None:
         return
     session.in_flight = None
+    session.session_epoch = 0
     out.cancel_timer(f"fetcher-timeout:{leader}")
     for tp in sorted(session.partitions):
         _back_off(b, ctx, session.partitions[tp])
@@ -277,6 +280,7 @@ def request_timed_out(b: Broker, ctx: Ctx, out: Out, leader: int) -> None:
     if session is None or session.in_flight is None:
         return
     session.in_flight = None
+    session.session_epoch = 0  # the answer may have been lost: ask for everything again
     maybe_send(b, ctx, out, session)
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from actors.broker import produce
 from actors.broker.config import controller_address
-from actors.broker.partition import Partition, PendingIsr
+from actors.broker.partition import Partition, PendingIsr, Role
 from actors.broker.partition_log import PartitionLog
 from actors.broker.replica_state import can_join_isr, out_of_sync_replicas
 from actors.broker.state import DelayedFetch
@@ -39,7 +39,6 @@ from protocols.replication import (
     ListOffsetsResponse,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
-    RecordBatch,
 )
 from protocols.types import TopicPartition
 
@@ -64,17 +63,20 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
     """`fetchMessages`: read (HW captured first), update follower state, answer or park."""
     readable = 0
     immediate = req.max_wait_ms <= 0 or not req.partitions
+    replica = req.replica_id
     answers = []
     for fp in req.partitions:
-        answer, new_data = _read_partition(b, fp, req.replica_id)
+        answer, read_from = _read_partition(b, fp, replica)
         answers.append(answer)
-        readable += sum(batch.size_bytes for batch in answer.records)
-        if answer.error_code is not ErrorCode.NONE or answer.diverging_epoch is not None:
+        if read_from is None:  # an error or a diverging epoch
             immediate = True
-        elif req.replica_id >= 0 and new_data is not None:
-            _follower_fetched(b, ctx, out, fp, req.replica_id)
+            continue
+        for batch in answer.records:
+            readable += batch.size_bytes
+        if replica >= 0:
+            _follower_fetched(b, ctx, out, read_from, fp, replica)
     if immediate or readable >= req.min_bytes:
-        out.reply(inbound, FetchResponse(tuple(answers)))
+        out.reply(inbound, FetchResponse(_session_answers(b, req, answers)))
         return
     op = DelayedFetch(b.state.new_id(), inbound, req, ctx.now_ms + req.max_wait_ms)
     b.state.delayed_fetches.add(op.id, op, (TopicPartition(fp.topic, fp.partition) for fp in req.partitions))
@@ -83,33 +85,34 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
 
 def _read_partition(
     b: Broker, fp: FetchPartition, replica_id: int
-) -> tuple[FetchedPartition, tuple[RecordBatch, ...] | None]:
-    """`readFromLocalLog` for one partition: the answer, and the batches read (None on error)."""
-    tp = TopicPartition(fp.topic, fp.partition)
-    partition = b.state.partitions.get(tp)
-
-    def error(code: ErrorCode, hw: int = -1) -> tuple[FetchedPartition, None]:
-        return FetchedPartition(tp.topic, tp.partition, code, hw), None
-
+) -> tuple[FetchedPartition, Partition | None]:
+    """`readFromLocalLog` for one partition: the answer, and the partition it was read from
+    (None after an error or a diverging epoch). Called for every partition of every fetch."""
+    partition = b.state.partitions.get((fp.topic, fp.partition))  # type: ignore[call-overload]  # a TopicPartition is its tuple
     if partition is None:
-        return error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    if not partition.is_leader:
-        return error(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return _error(fp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
+    if partition.role is not Role.LEADER:
+        return _error(fp, ErrorCode.NOT_LEADER_OR_FOLLOWER), None
     fenced = _check_leader_epoch(b, partition, fp.current_leader_epoch)
     if fenced is not ErrorCode.NONE:
-        return error(fenced)
+        return _error(fp, fenced), None
     log = partition.log
     hw = log.high_watermark
-    if b.config.profile.truncate_on_fetch and replica_id >= 0:
+    end = log.log_end_offset
+    if replica_id >= 0 and b.config.profile.truncate_on_fetch:
         diverging = _diverging_epoch(log, fp)
         if diverging is not None:
-            return FetchedPartition(tp.topic, tp.partition, ErrorCode.NONE, hw, (), diverging), None
-    if fp.fetch_offset > log.log_end_offset or fp.fetch_offset < 0:
-        return error(ErrorCode.OFFSET_OUT_OF_RANGE, hw)
+            return FetchedPartition(fp.topic, fp.partition, ErrorCode.NONE, hw, (), diverging), None
+    if fp.fetch_offset > end or fp.fetch_offset < 0:
+        return _error(fp, ErrorCode.OFFSET_OUT_OF_RANGE, hw), None
     # Followers read to the LEO; consumers (read_uncommitted) to the HW.
-    bound = log.log_end_offset if replica_id >= 0 else hw
-    batches = log.read(fp.fetch_offset, bound, fp.partition_max_bytes)
-    return FetchedPartition(tp.topic, tp.partition, ErrorCode.NONE, hw, batches), batches
+    bound = end if replica_id >= 0 else hw
+    batches = log.read(fp.fetch_offset, bound, fp.partition_max_bytes) if fp.fetch_offset < bound else ()
+    return FetchedPartition(fp.topic, fp.partition, ErrorCode.NONE, hw, batches), partition
+
+
+def _error(fp: FetchPartition, code: ErrorCode, hw: int = -1) -> FetchedPartition:
+    return FetchedPartition(fp.topic, fp.partition, code, hw)
 
 
 def _diverging_epoch(log: PartitionLog, fp: FetchPartition) -> EpochEndOffset | None:
@@ -136,14 +139,18 @@ def _check_leader_epoch(b: Broker, partition: Partition, current_leader_epoch: i
     return ErrorCode.NONE
 
 
-def _follower_fetched(b: Broker, ctx: Ctx, out: Out, fp: FetchPartition, replica: int) -> None:
-    """`updateFollowerFetchState`: remote LEO, then ISR expansion, then the HW."""
-    partition = b.state.partitions[TopicPartition(fp.topic, fp.partition)]
+def _follower_fetched(
+    b: Broker, ctx: Ctx, out: Out, partition: Partition, fp: FetchPartition, replica: int
+) -> None:
+    """`updateFollowerFetchState`: remote LEO, then ISR expansion, then the HW, which Kafka
+    recomputes only when the follower's LEO moved (a fetch from the same offset cannot raise
+    it)."""
     if replica not in partition.replicas:
         return
-    partition.record_follower_fetch(replica, fp.fetch_offset, ctx.now_ms)
+    moved = partition.record_follower_fetch(replica, fp.fetch_offset, ctx.now_ms)
     _maybe_expand_isr(b, ctx, out, partition, replica)
-    b.after_leader_change(ctx, out, partition, leo_changed=False)
+    if moved:
+        b.after_leader_change(ctx, out, partition, leo_changed=False)
 
 
 def check_purgatory(
@@ -171,9 +178,10 @@ def _fetch_can_complete(b: Broker, op: DelayedFetch) -> bool:
     """`DelayedFetch.tryComplete`: not leader, unknown partition, fenced epoch, fetch offset past
     the end (truncation), a diverging epoch, or enough bytes."""
     readable = 0
+    partitions = b.state.partitions
     for fp in op.request.partitions:
-        partition = b.state.partitions.get(TopicPartition(fp.topic, fp.partition))
-        if partition is None or not partition.is_leader:
+        partition = partitions.get((fp.topic, fp.partition))  # type: ignore[call-overload]
+        if partition is None or partition.role is not Role.LEADER:
             return True
         if _check_leader_epoch(b, partition, fp.current_leader_epoch) is not ErrorCode.NONE:
             return True
@@ -184,6 +192,8 @@ def _fetch_can_complete(b: Broker, op: DelayedFetch) -> bool:
         if op.is_follower and b.config.profile.truncate_on_fetch and _diverging_epoch(log, fp) is not None:
             return True
         readable += log.bytes_between(fp.fetch_offset, end)
+        if readable >= op.request.min_bytes:
+            return True  # Kafka sums every partition first; the answer is the same
     return readable >= op.request.min_bytes
 
 
@@ -192,8 +202,36 @@ def complete_fetch(b: Broker, out: Out, op_id: int) -> None:
     op = b.state.delayed_fetches.pop(op_id)
     if op is None:
         return
-    answers = tuple(_read_partition(b, fp, op.request.replica_id)[0] for fp in op.request.partitions)
-    out.reply(op.inbound, FetchResponse(answers))
+    answers = [_read_partition(b, fp, op.request.replica_id)[0] for fp in op.request.partitions]
+    out.reply(op.inbound, FetchResponse(_session_answers(b, op.request, answers)))
+
+
+def _session_answers(b: Broker, req: FetchRequest, answers: list[FetchedPartition]) -> tuple[FetchedPartition, ...]:
+    """KIP-227's `IncrementalFetchContext`: a follower's request in a session it opened earlier
+    is answered with only the partitions that carry records, an error, a diverging epoch or a
+    HW other than the one last sent in the session (`CachedPartition.maybeUpdateResponseData`).
+    Epoch 0, a consumer, or a session this leader does not hold (it restarted) get every
+    partition."""
+    if req.replica_id < 0:
+        return tuple(answers)
+    sessions = b.state.fetch_sessions
+    previous = sessions.get(req.replica_id) if req.session_epoch > 0 else None
+    sent: dict[TopicPartition, int] = {}
+    kept = []
+    for answer in answers:
+        tp = TopicPartition(answer.topic, answer.partition)
+        hw = answer.high_watermark if answer.error_code is ErrorCode.NONE else -1
+        sent[tp] = hw
+        if (
+            previous is None
+            or answer.records
+            or hw < 0
+            or answer.diverging_epoch is not None
+            or previous.get(tp) != hw
+        ):
+            kept.append(answer)
+    sessions[req.replica_id] = sent
+    return tuple(kept)
 
 
 # ----------------------------------------------------------------------------- offsets

@@ -118,11 +118,15 @@ class Partition:
         self.followers = {}
         return changed
 
-    def record_follower_fetch(self, replica: int, fetch_offset: int, now_ms: int) -> None:
-        previous = self.followers.get(replica, ReplicaState())
+    def record_follower_fetch(self, replica: int, fetch_offset: int, now_ms: int) -> bool:
+        """Update the follower's fetch state; True if its LEO moved."""
+        previous = self.followers.get(replica)
+        if previous is None:
+            previous = ReplicaState()
         self.followers[replica] = update_fetch_state(
             previous, fetch_offset, now_ms, self.log.log_end_offset
         )
+        return previous.log_end_offset != fetch_offset
 
     def maybe_increment_high_watermark(
         self, *, min_insync_replicas: int, eligible: set[int], now_ms: int, max_lag_ms: int, profile: Profile

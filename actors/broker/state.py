@@ -90,6 +90,9 @@ class FetchSession:
     sent: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
     """For each partition in that request: (leader epoch, log end offset) when it was sent. An
     answer counts only if both still hold (`processFetchRequest` checks the same)."""
+    session_epoch: int = 0
+    """KIP-227's `FetchSessionHandler`: 0 asks the leader for a new session and a full answer;
+    each answered Fetch moves it on, and a lost one starts again from 0."""
 
 
 @dataclass(slots=True)
@@ -106,6 +109,10 @@ class BrokerState:
     delayed_fetches: Purgatory[DelayedFetch] = field(default_factory=Purgatory)
     delayed_produces: Purgatory[DelayedProduce] = field(default_factory=Purgatory)
     sessions: dict[int, FetchSession] = field(default_factory=dict)
+    fetch_sessions: dict[int, dict[TopicPartition, int]] = field(default_factory=dict)
+    """As leader, each follower broker's fetch session (KIP-227's `FetchSessionCache`): the HW
+    last sent for each of its partitions, -1 after an error so that the partition is sent again
+    once the error clears."""
     muted: dict[Address, deque[Inbound]] = field(default_factory=dict)
     """Client connections with a produce awaiting its answer, and the requests that came on
     them meanwhile: a connection is read again only once its answer is sent (`SocketServer`

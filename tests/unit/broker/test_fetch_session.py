@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from actors.broker.behavior import Broker
 from actors.broker.config import BrokerConfig, broker_address
 from actors.broker.partition import Partition
@@ -87,3 +89,64 @@ def test_eras_pick_their_truncation_request() -> None:
         [request] = _sends(out, kind)
         if kind is FetchRequest:
             assert request.message.partitions[0].last_fetched_epoch == 0
+
+
+# ------------------------------------------------------------------ KIP-227 on the leader
+
+
+def _leader_of_two(version: str) -> tuple[Broker, Ctx]:
+    """Broker 1 leads T-0 and T-1 (LE 0, replicas and ISR [1, 2]); T-0 holds two records."""
+    broker = Broker(BrokerConfig.for_profile(1, Profile.for_version(version)))
+    ctx = Ctx(broker_address(1), 0, random.Random(1))
+    broker.on_start(ctx)
+    lai = LeaderAndIsrRequest(
+        0, 1, tuple(LeaderAndIsrPartition("T", p, 1, 1, 0, (1, 2), 0, (1, 2)) for p in (0, 1))
+    )
+    broker.on_message(ctx, Inbound(CONTROLLER, lai, 1, 0))
+    broker.state.partitions[TopicPartition("T", 0)].log.append_as_leader(Out(), ("a", "b"), 0, (-1, -1, -1))
+    return broker, ctx
+
+
+def _fetch(broker: Broker, ctx: Ctx, offsets: tuple[int, int], session_epoch: int) -> list[tuple[int, int, int]]:
+    """Broker 2 fetches T-0 and T-1 from `offsets`: the answered (partition, HW, records)."""
+    from protocols.replication import FetchPartition  # noqa: PLC0415
+
+    partitions = tuple(FetchPartition("T", p, offsets[p]) for p in (0, 1))
+    request = FetchRequest(2, 0, 1, partitions, session_epoch=session_epoch)
+    [send] = _sends(broker.on_message(ctx, Inbound(broker_address(2), request, 9, 1)), FetchResponse)
+    return [(a.partition, a.high_watermark, sum(b.count for b in a.records)) for a in send.message.partitions]
+
+
+def test_an_incremental_fetch_answers_only_the_partitions_with_something_new() -> None:
+    """KIP-227 (1.1+): epoch 0 opens a session and gets every partition; a later epoch gets
+    only a partition with records or a HW other than the one last sent in the session."""
+    broker, ctx = _leader_of_two("3.9")
+    assert _fetch(broker, ctx, (0, 0), 0) == [(0, 0, 2), (1, 0, 0)]  # full: both partitions
+    # The follower now has T-0's two records: its fetch moves the HW to 2, read after the
+    # answer (an immediate answer carries the HW from before the fetch), so T-0 is answered
+    # with HW 0 and no records: nothing new, and it is left out. T-1 is idle: left out too.
+    assert _fetch(broker, ctx, (2, 0), 1) == []
+    # The next fetch sees the HW of 2, which the session has not sent yet.
+    assert _fetch(broker, ctx, (2, 0), 2) == [(0, 2, 0)]
+    assert _fetch(broker, ctx, (2, 0), 3) == []
+    # A new session (epoch 0, after a lost answer) gets everything again.
+    assert _fetch(broker, ctx, (2, 0), 0) == [(0, 2, 0), (1, 0, 0)]
+
+
+@pytest.mark.parametrize(("version", "epochs"), [("3.9", [0, 1, 2, 0]), ("1.0", [0, 0, 0, 0])])
+def test_the_follower_moves_its_session_epoch_on_each_answer_and_restarts_after_a_timeout(
+    version: str, epochs: list[int]
+) -> None:
+    """`FetchSessionHandler`: each answered Fetch moves the session on; a request that timed out
+    may have lost its answer, so the next one opens a new session. Before 1.1 there are no
+    sessions: every request is a full one (epoch 0)."""
+    broker, ctx = _broker(version)
+    out = broker.on_message(ctx, Inbound(CONTROLLER, _lai(("A", 0, 1)), 1, 0))
+    sent = [_sends(out, FetchRequest)[0]]
+    for _ in range(2):
+        empty = FetchResponse((FetchedPartition("A", 0, ErrorCode.NONE, 0),))
+        out = broker.on_message(ctx, Inbound(broker_address(1), empty, sent[-1].correlation_id, 1))
+        sent.append(_sends(out, FetchRequest)[0])
+    out = broker.on_timer(ctx, "fetcher-timeout:1")
+    sent.append(_sends(out, FetchRequest)[0])
+    assert [s.message.session_epoch for s in sent] == epochs
