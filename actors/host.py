@@ -62,12 +62,18 @@ class Batch:
     __slots__ = ("_done", "_lock", "_remaining", "results")
 
     def __init__(self, size: int) -> None:
-        self.results: list[WindowResult | BaseException | None] = [None] * size
-        self._remaining = size
         self._lock = threading.Lock()
         self._done = threading.Event()
+        self.reset(size)
+
+    def reset(self, size: int) -> None:
+        """Make ready for a window of `size` slots (only once every slot of the last is in)."""
+        self.results: list[WindowResult | BaseException | None] = [None] * size
+        self._remaining = size
         if size == 0:
             self._done.set()
+        else:
+            self._done.clear()
 
     def complete(self, slot: int, result: WindowResult | BaseException) -> None:
         self.results[slot] = result

@@ -42,6 +42,8 @@ from protocols.codec import FrameError, decode_frame, encode_frame
 
 __all__ = ["ActorRuntime", "Delivery", "HandlerError", "OutboundFrame", "WindowResult"]
 
+_DISK_COMMANDS = frozenset({Append, Truncate, WriteFile, Flush})
+
 COMPACT_TIMERS_ABOVE = 1024
 """Dead timer entries tolerated beyond the live ones before the heap is rebuilt."""
 
@@ -190,23 +192,24 @@ class ActorRuntime:
             raise HandlerError(self.address, self.now_ms, what, detail, self._result) from exc
 
     def _apply(self, out: Out) -> None:
+        # Tested by exact type, the commonest first: this runs for every command of every event.
         for command in out:
-            match command:
-                case Send(dst, message, correlation_id, version):
-                    frame = encode_frame(message, correlation_id, version)
-                    self._result.sends.append(OutboundFrame(self.now_ms, dst, frame))
-                case SetTimer(key, after_ms):
-                    self._set_timer(key, after_ms)
-                case CancelTimer(key):
-                    if self._live_timers.pop(key, None) is not None:
-                        self._timer_dropped()
-                case Emit():
-                    self._emit(command)
-                case Append() | Truncate() | WriteFile() | Flush():
-                    self._result.disk.append(command)
-                case _:
-                    msg = f"unknown command {command!r}"
-                    raise TypeError(msg)
+            kind = type(command)
+            if kind is Emit:
+                self._log.emit(command.event, command.fields)
+            elif kind is Send:
+                frame = encode_frame(command.message, command.correlation_id, command.version)
+                self._result.sends.append(OutboundFrame(self.now_ms, command.dst, frame))
+            elif kind is SetTimer:
+                self._set_timer(command.key, command.after_ms)
+            elif kind is CancelTimer:
+                if self._live_timers.pop(command.key, None) is not None:
+                    self._timer_dropped()
+            elif kind in _DISK_COMMANDS:
+                self._result.disk.append(command)
+            else:
+                msg = f"unknown command {command!r}"
+                raise TypeError(msg)
 
     def _emit(self, command: Emit) -> None:
         self._log.emit(command.event, command.fields)

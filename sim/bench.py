@@ -7,8 +7,8 @@ log digest, which is itself a determinism check: the Pykka threads change nothin
 can see.
 
 `std`: the standard workload (`sim.studies.STANDARD_WORKLOAD`: 3 brokers, 12 partitions of
-replication factor 3, an acks=all producer at 1,000 records per second, a broker crash and
-restart) as a user runs it: Pykka host, every invariant on, five simulated minutes timed minute by
+replication factor 3, an acks=all producer at 1,000 records per second, four consumers with
+auto-commit, a broker crash and restart) as a user runs it: Pykka host, every invariant on, five simulated minutes timed minute by
 minute. Beside it, in the same process, the floor: a bare loop doing per delivery what the product
 cannot avoid (a heap, a dict dispatch, a msgpack frame packed and unpacked with its CRC, and 1.74
 structlog events rendered by orjson). `floor_ratio` is the workload's cost per delivery over the
@@ -192,6 +192,7 @@ def std_figures(overrides: tuple[str, ...] = ()) -> dict[str, Any]:
         deliveries, events, digest = kernel.delivered, kernel.event_log.count, kernel.event_log.digest
         violations = len(kernel.invariant_violations)
         producer = cluster.state("producer-1", "producer")
+        summary = cluster.groups.summary()
     wall = sum(walls)
     per_delivery = wall / deliveries * 1e6
     return {
@@ -216,6 +217,11 @@ def std_figures(overrides: tuple[str, ...] = ()) -> dict[str, Any]:
             "produce_requests": producer["produce_requests"],
             "records_per_request": round(producer["sent"] / max(1, producer["produce_requests"]), 2),
             "records_per_wall_s": round(producer["sent"] / wall),
+        },
+        "consumers": {
+            "consumed": summary["consumed"],
+            "duplicates": summary["duplicates"],
+            "rebalances": summary["rebalances"],
         },
     }
 

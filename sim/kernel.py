@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
@@ -158,6 +158,7 @@ class Kernel:
         self.rejected_frames = 0
         self.dropped = 0
         self.windows = 0
+        self._batch = Batch(0)  # one per kernel, reset each window: every slot is in before the next
 
     # ----------------------------------------------------------------- nodes and actors
 
@@ -429,7 +430,8 @@ class Kernel:
         self.windows += 1
         by_actor = self._take_deliveries(end_ms)
         busy = self._busy_actors(by_actor, end_ms)
-        batch = Batch(len(busy))
+        batch = self._batch
+        batch.reset(len(busy))
         for slot, address in enumerate(busy):
             actor_start = max(start_ms, self._nodes[address.node].paused_until)
             self._hosts[address].submit(actor_start, end_ms, by_actor.get(address, []), batch, slot)
@@ -454,18 +456,12 @@ class Kernel:
             for command in result.disk:
                 disk.apply(command)
             self._set_next_timer(address, result.next_timer_ms)
-        lines = heapq.merge(
-            heapq.merge(kernel_lines, self._log.take(), key=_line_ts),
-            *[result.lines for _, result in results],
-            key=_line_ts,
-        )
-        self._write(lines)
+        self._write(_merged([kernel_lines, self._log.take(), *[r.lines for _, r in results]], _line_ts))
 
     def _route(self, results: list[tuple[Address, WindowResult]]) -> None:
         """Hand every send to the network in (time, sender, sequence) order."""
-        sends = heapq.merge(
-            *[[(s.ts_ms, address, s.dst, s.frame) for s in r.sends] for address, r in results],
-            key=_first,
+        sends = _merged(
+            [[(s.ts_ms, address, s.dst, s.frame) for s in r.sends] for address, r in results], _first
         )
         network = self.network
         pending = self._pending
@@ -564,6 +560,15 @@ class Kernel:
             raise SimulationFailed(
                 self.seed, first.ts_ms, first.node, f"invariant {first.invariant}", first.detail
             )
+
+
+def _merged(sources: list[list[Any]], key: Callable[[Any], int]) -> Iterable[Any]:
+    """The items of sorted `sources` in key order, ties in source order (as `heapq.merge`); most
+    windows have one source, which needs no merging."""
+    present = [source for source in sources if source]
+    if len(present) <= 1:
+        return present[0] if present else ()
+    return heapq.merge(*present, key=key)
 
 
 def _line_ts(line: LogLine) -> int:

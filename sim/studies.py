@@ -76,9 +76,10 @@ isolate = ["broker-3"]
 
 
 STANDARD_WORKLOAD = """\
-# The standard workload, producer side: 3 brokers in ZooKeeper mode, one topic of 12 partitions
-# with replication factor 3 and min.insync.replicas 2, one acks=all producer at 1,000 records
-# per simulated second; broker-1's process crashes at 60 s and restarts at 90 s.
+# The standard workload: 3 brokers in ZooKeeper mode, one topic of 12 partitions with
+# replication factor 3 and min.insync.replicas 2, one acks=all producer at 1,000 records per
+# simulated second, a group of 4 consumers with auto-commit (so the 50 partitions of
+# __consumer_offsets are replicated too); broker-1's process crashes at 60 s and restarts at 90 s.
 [run]
 name = "standard"
 seed = 1
@@ -108,6 +109,11 @@ topic = "T"
 acks = "all"
 records = 300000
 "interval.ms" = 1
+
+[[consumers]]
+"group.id" = "standard"
+topics = ["T"]
+count = 4
 
 [[faults]]
 kind = "crash"

@@ -8,7 +8,7 @@ The arithmetic is in `replica_state`; this module holds the state and applies it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 
 from actors.broker.partition_log import PartitionLog
@@ -95,7 +95,7 @@ class Partition:
             self.followers = {
                 r: reset_for_new_leader(r in isr, now_ms)
                 if not was_leader or r not in self.followers
-                else replace(self.followers[r], last_caught_up_time_ms=now_ms if r in isr else NEVER_MS)
+                else self.followers[r]._replace(last_caught_up_time_ms=now_ms if r in isr else NEVER_MS)
                 for r in sorted(replicas)
                 if r != me
             }

@@ -9,7 +9,7 @@ differ by version take the `Profile`; everything else is Kafka 3.9.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from sim.profiles import Profile
 
@@ -30,9 +30,9 @@ NEVER_MS = -(2**62)
 a wall clock; simulated time starts at 0, so 0 would read as "just now"."""
 
 
-@dataclass(frozen=True, slots=True)
-class ReplicaState:
-    """What a leader knows of one follower."""
+class ReplicaState(NamedTuple):
+    """What a leader knows of one follower (a tuple: one is built for every partition of every
+    follower fetch)."""
 
     log_end_offset: int = UNKNOWN_OFFSET
     """The `fetch_offset` of the follower's last Fetch: not what the leader sent back."""
@@ -66,7 +66,7 @@ def is_caught_up(state: ReplicaState, leader_leo: int, now_ms: int, max_lag_ms: 
 def reset_for_new_leader(in_isr: bool, now_ms: int) -> ReplicaState:
     """`resetReplicaState` on becoming leader: the follower's LEO is unknown until it fetches;
     an ISR member counts as caught up now, any other as never."""
-    return replace(ReplicaState(), last_caught_up_time_ms=now_ms if in_isr else NEVER_MS)
+    return ReplicaState(last_caught_up_time_ms=now_ms if in_isr else NEVER_MS)
 
 
 def high_watermark(  # noqa: PLR0913 - the inputs of Kafka's rule, named
