@@ -53,6 +53,9 @@ from protocols.types import TopicPartition
 
 __all__ = ["Broker", "broker_id_of"]
 
+CONTROLLER_REQUESTS = (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)
+
+
 def broker_id_of(address: Address) -> int:
     """`broker-2/broker` -> 2."""
     return int(address.node.rsplit("-", 1)[1])
@@ -87,6 +90,20 @@ class Broker:
 
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
         out = Out()
+        if self._unregistered() and isinstance(inbound.message, CONTROLLER_REQUESTS):
+            # KafkaServer starts processing requests only once `registerBroker` succeeded; a
+            # restarted broker whose old registration still stands waits for that to expire.
+            # Only the controller's requests wait here: they are what the new process must not
+            # act on (clients' requests are served, a simplification that moves no timing).
+            self.state.unprocessed.append(inbound)
+        else:
+            self._receive(ctx, out, inbound)
+        return out
+
+    def _unregistered(self) -> bool:
+        return self.config.zk_client is not None and self.state.broker_epoch < 0
+
+    def _receive(self, ctx: Ctx, out: Out, inbound: Inbound) -> None:
         waiting = self.state.muted.get(inbound.src)
         if (
             waiting is not None
@@ -96,7 +113,6 @@ class Broker:
             waiting.append(inbound)  # its connection is muted until the answer before it is sent
         else:
             self.handle(ctx, out, inbound)
-        return out
 
     def handle(self, ctx: Ctx, out: Out, inbound: Inbound) -> None:
         match inbound.message:
@@ -137,6 +153,9 @@ class Broker:
                 groups.on_find_coordinator(self, out, inbound, req)
             case BrokerRegistered(broker_epoch):
                 self.state.broker_epoch = broker_epoch
+                unprocessed, self.state.unprocessed = self.state.unprocessed, []
+                for waiting in unprocessed:
+                    self._receive(ctx, out, waiting)
             case Disconnected(peer):
                 if peer.startswith("broker-"):
                     follower.disconnected(self, ctx, out, broker_id_of(inbound.src))

@@ -103,6 +103,9 @@ class BrokerState:
     """The controller that sent the newest accepted request; AlterPartition goes there."""
     broker_epoch: int = -1
     """The czxid of this broker's registration, told by its ZooKeeper client (KIP-380)."""
+    unprocessed: list[Inbound] = field(default_factory=list)
+    """The controller's requests that arrived before this broker first registered (with
+    ZooKeeper): handled, in order, once it has."""
     metadata: dict[TopicPartition, UpdateMetadataPartition] = field(default_factory=dict)
     """The metadata cache (`MetadataCache`), filled by UpdateMetadata; clients read it."""
     live_brokers: tuple[int, ...] = ()

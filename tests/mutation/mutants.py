@@ -298,4 +298,12 @@ MUTANTS: tuple[Mutant, ...] = (
             f"{REPLICATION}::test_s1_two_fetch_hw_propagation_step_by_step",
         ),
     ),
+    Mutant(
+        "requests_before_registration",
+        "a broker processes requests only once it has registered in ZooKeeper (KafkaServer.startup)",
+        "actors/broker/behavior.py",
+        "        return self.config.zk_client is not None and self.state.broker_epoch < 0\n",
+        "        return False\n",
+        ("tests/unit/broker/test_fencing.py::test_a_broker_processes_no_request_before_it_has_registered",),
+    ),
 )

@@ -115,3 +115,15 @@ def test_an_idempotent_producer_writes_nothing_twice(version: str, seed: int) ->
     if outcome.power_losses == 0 and SwarmConfig(version).promises_no_loss:
         assert (checks["lost_acked"], checks["reused_offsets"]) == (0, 0), outcome.scenario
         assert outcome.violations == (), outcome.scenario
+
+
+def test_a_broker_restarted_before_its_old_session_expired_leads_nothing_until_it_registers() -> None:
+    """Regression, seed 34 of 3.9: broker-2 comes back from a power loss while its old ZooKeeper
+    session still holds `/brokers/ids/2`, so its registration fails (NODEEXISTS) and is retried.
+    The controller still counts the old registration as live and makes broker-2 leader of T-1.
+    Had the new process acted on that LeaderAndIsr, it would have led T-1 with an empty log and
+    broker-1 would have truncated 30 acknowledged records away. A broker processes requests only
+    once registered (KafkaServer), and then that LeaderAndIsr carries a stale broker epoch."""
+    outcome = run(SwarmConfig("3.9", crash_kinds=CRASH_KINDS, idempotence=True), 34)
+    assert outcome.power_losses > 0
+    assert (outcome.checks["lost_acked"], outcome.checks["reused_offsets"]) == (0, 0), outcome.scenario

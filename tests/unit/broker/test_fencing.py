@@ -82,3 +82,30 @@ def test_leader_and_isr_with_an_equal_leader_epoch_is_ignored() -> None:
     assert answer.error_code is ErrorCode.NONE
     assert answer.partitions[0].error_code is ErrorCode.STALE_CONTROLLER_EPOCH
     assert broker.snapshot()["partitions"]["T-0"]["role"] == "leader"
+
+
+def test_a_broker_processes_no_request_before_it_has_registered() -> None:
+    """KafkaServer starts request processing only after `registerBroker`. A broker restarted
+    from a power loss while its old registration still stands (its old session has not expired)
+    keeps failing to register; the controller still counts the old registration as live and
+    sends it LeaderAndIsr with the old broker epoch. The new process must not act on it: once
+    it registers (a new, higher epoch), the held request is stale (KIP-380)."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    from protocols.metadata import BrokerRegistered  # noqa: PLC0415
+
+    config = replace(BrokerConfig.for_profile(1, Profile.for_version("3.9")), zk_client=Address("broker-1", "zk"))
+    broker = Broker(config)
+    ctx = Ctx(broker_address(1), 0, random.Random(1))
+    broker.on_start(ctx)
+    stale = replace(leader_and_isr(1, 5, (1, 2), controller_epoch=3), broker_epoch=12)
+    assert _reply_or_none(broker.on_message(ctx, Inbound(CONTROLLER, stale, 1, 0))) is None
+    assert broker.snapshot()["partitions"] == {}
+    out = broker.on_message(ctx, Inbound(Address("broker-1", "controller"), BrokerRegistered(40), 0, 0))
+    assert _reply(out, LeaderAndIsrResponse).error_code is ErrorCode.STALE_BROKER_EPOCH
+    assert broker.snapshot()["partitions"] == {}
+
+
+def _reply_or_none(out: list) -> object | None:
+    sends = [c for c in out if isinstance(c, Send)]
+    return sends[0].message if sends else None
