@@ -211,15 +211,18 @@ class Cluster:
             duplicated += written_twice(tp, authority)
             logs = {b: (r["log"], r["high_watermark"]) for b, r in replicas[tp].items()}
             diverged += [{"partition": tp, **d} for d in diverged_replicas(logs)]
-        lost = lost_acknowledged(acked, present)
+        lost = set(lost_acknowledged(acked, present))
+        lost_records = [  # where each was acknowledged: its producer is in its value
+            {"partition": tp, "offset": offset, "value": value} for tp, offset, value in acked_at if value in lost
+        ]
         return {
             "produced": sum(p["sent"] for p in producers),
             "acked": len(acked),
-            "lost_acked": len(lost),
+            "lost_acked": len(lost_records),
             "reused_offsets": sum(1 for tp, offset, value in acked_at if final.get(tp, {}).get(offset, value) != value),
             "log_duplicates": sum(len(d["offsets"]) - 1 for d in duplicated),
             "diverged_replicas": diverged,
-            "lost_records": lost,
+            "lost_records": lost_records,
             "duplicated_records": duplicated,
             **self.groups.summary(),
         }

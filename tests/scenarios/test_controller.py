@@ -332,6 +332,10 @@ def test_s7_unclean_election_loses_acknowledged_records_and_reuses_offsets() -> 
         assert values == [f"m{i}" for i in range(5)] + [f"producer-2:{i}" for i in range(3)]
         checks = cluster.final_checks()
         assert (checks["lost_acked"], checks["reused_offsets"]) == (5, 3)
+        # Each lost record where it was acknowledged: producer-1's five, at offsets 5 to 9.
+        assert checks["lost_records"] == [
+            {"partition": "T-0", "offset": 5 + i, "value": f"producer-1:{i}"} for i in range(5)
+        ]
 
 
 def test_s7_without_unclean_election_the_partition_waits_for_its_isr_and_loses_nothing() -> None:
