@@ -198,8 +198,16 @@ def test_bench_std_figures_are_consistent_with_each_other() -> None:
     assert f["events_per_delivery"] == pytest.approx(f["events"] / f["deliveries"], abs=0.001)
     walls = f["wall_per_segment_s"]
     assert f["minute5_vs_minute1"] == pytest.approx(walls[4] / walls[0], rel=0.05)
+    cpus = f["cpu_per_segment_s"]
+    assert len(cpus) == 5 and f["cpu_minute5_vs_minute1"] == pytest.approx(cpus[4] / cpus[0], rel=0.05)
+    c = f["consumers"]  # the group of four: in 5 s it has barely formed (a 3 s join delay)
+    assert set(c) == {"consumed", "duplicates", "rebalances"} and c["consumed"] <= p_records(f)
     assert f["floor_ratio"] == pytest.approx(f["us_per_delivery"] / f["floor_us_per_delivery"], rel=0.01)
     p = f["producer"]
     assert p["records"] == 5000 and p["acked"] <= p["records"]  # 1,000 records a second
     assert p["records_per_request"] == pytest.approx(p["records"] / p["produce_requests"], abs=0.01)
     assert p["records_per_wall_s"] == pytest.approx(p["records"] / f["wall_s"], rel=0.03)
+
+
+def p_records(figures: dict) -> int:
+    return figures["producer"]["records"]
