@@ -54,6 +54,9 @@ class Fetcher:
         """Partition -> (leader broker, leader epoch), from Metadata."""
         self.in_flight: dict[int, int] = {}
         """Broker -> the correlation id of its fetch in flight."""
+        self.not_ready_until: dict[int, int] = {}
+        """Broker -> when a fetch to it may be tried again, after its connection failed
+        (`reconnect.backoff.ms`: `NetworkClient.ready` is false meanwhile)."""
 
     # ------------------------------------------------------------------ assignment
 
@@ -87,16 +90,16 @@ class Fetcher:
 
     # ------------------------------------------------------------------ fetching
 
-    def fetch_requests(self) -> list[tuple[int, FetchRequest]]:
-        """One request per leader without a fetch in flight, for its fetchable partitions that
-        have a position and nothing buffered."""
+    def fetch_requests(self, now_ms: int = 0) -> list[tuple[int, FetchRequest]]:
+        """One request per leader without a fetch in flight and not backing off from a failed
+        connection, for its fetchable partitions that have a position and nothing buffered."""
         by_leader: dict[int, list[FetchPartition]] = {}
         for tp in sorted(self.assigned):
             state = self.assigned[tp]
             if state.position is None or state.pending_revocation or state.buffered:
                 continue
             leader, epoch = self.leaders.get(tp, (-1, -1))
-            if leader < 0 or leader in self.in_flight:
+            if leader < 0 or leader in self.in_flight or now_ms < self.not_ready_until.get(leader, 0):
                 continue
             by_leader.setdefault(leader, []).append(
                 FetchPartition(

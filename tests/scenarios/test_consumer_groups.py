@@ -193,3 +193,86 @@ def test_an_expelled_member_keeps_processing_and_its_late_commit_is_fenced() -> 
     assert checks["duplicates"] > 0
     assert set(checks["duplicates_by_cause"]) == {"expelled_session_timeout"}
     _committed_never_moves_back(events)
+
+
+FAILOVER = """
+[run]
+name = "coordinator-failover"
+"duration.ms" = 30000
+[network]
+"latency.min.ms" = 2
+"latency.max.ms" = 4
+[cluster]
+brokers = 3
+[broker]
+"min.insync.replicas" = 2
+"offsets.topic.num.partitions" = 5
+"zookeeper.session.timeout.ms" = 6000
+[[topics]]
+name = "T"
+partitions = 3
+"replication.factor" = 3
+[[producers]]
+topic = "T"
+acks = "all"
+records = 2000
+"interval.ms" = 10
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+count = 2
+"session.timeout.ms" = 10000
+"auto.commit.interval.ms" = 1000
+"max.poll.records" = 20
+"process.record.ms" = 1
+"auto.offset.reset" = "earliest"
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+"session.timeout.ms" = 10000
+"auto.commit.interval.ms" = 1000
+"max.poll.records" = 20
+"process.record.ms" = 1
+"auto.offset.reset" = "earliest"
+"start.ms" = 10000
+[[faults]]
+kind = "crash"
+node = "broker-3"
+"at.ms" = 10500
+"""
+
+
+def test_a_commit_sync_that_fails_while_the_coordinator_moves_is_retried_until_it_lands() -> None:
+    """commitSync retries retriable failures until `default.api.timeout.ms`
+    (`commitOffsetsSync`), looking the coordinator up when it is unknown. Broker 3, the
+    coordinator, crashes while commits are in flight: each attempt fails (DISCONNECTED, or
+    COORDINATOR_NOT_AVAILABLE in the client while no coordinator is known) and is sent again
+    after `retry.backoff.ms`, until broker 1 loads the group and accepts it; the application
+    then goes on, and every record is processed exactly once."""
+    sync = FAILOVER.replace('"auto.commit.interval.ms" = 1000', '"enable.auto.commit" = false\ncommit = "sync"')
+    sync = sync[: sync.index("[[consumers]]", sync.index("[[consumers]]") + 1)] + sync[sync.index("[[faults]]") :]
+    events: list[dict[str, Any]] = []
+    with Cluster(parse_scenario(sync, "failover.toml")) as cluster:
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+        checks = cluster.final_checks()
+        assert cluster.kernel.invariant_violations == []
+    sent = {(e["node"], e["commit_id"]): e for e in where(events, "offset_commit_sent", kind="sync")}
+    failed = [e for e in where(events, "offset_commit_answered", kind="sync") if e["error"] != "NONE"]
+    assert {e["error"] for e in failed} == {"DISCONNECTED", "COORDINATOR_NOT_AVAILABLE"}
+    assert failed, "a commitSync was in flight when the coordinator crashed"
+    for node in sorted({e["node"] for e in failed}):
+        retried = [e for e in failed if e["node"] == node]
+        offsets = sent[(node, retried[0]["commit_id"])]["offsets"]
+        assert all(sent[(node, e["commit_id"])]["offsets"] == offsets for e in retried)
+        landings = [
+            e for e in where(events, "offset_commit_answered", node=node, error="NONE")
+            if e["ts_ms"] > retried[-1]["ts_ms"] and sent[(node, e["commit_id"])]["offsets"] == offsets
+        ]
+        assert landings, f"{node}'s commitSync of {offsets} never lands"
+        landed = landings[0]
+        accepted = where(events, "offset_commit_completed", node="broker-1", error="NONE", offsets=offsets)
+        assert accepted and accepted[0]["ts_ms"] < landed["ts_ms"]
+        assert landed["ts_ms"] - sent[(node, retried[0]["commit_id"])]["ts_ms"] < 60_000
+        assert [e for e in where(events, "records_processed", node=node) if e["ts_ms"] > landed["ts_ms"]]
+    assert (checks["consumed"], checks["acked"], checks["duplicates"]) == (2000, 2000, 0)
