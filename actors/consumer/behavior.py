@@ -372,7 +372,8 @@ class Consumer:
         """`joinGroupIfNeeded` with a zero timer: never waits for the rebalance."""
         m = self.m
         if m.joined_assignment is not None:
-            self._on_join_complete(out)
+            if not self._on_join_complete(out):
+                return False
             return not m.rejoin_needed
         if m.join_in_flight is not None or m.sync_in_flight is not None:
             return False
@@ -456,16 +457,20 @@ class Consumer:
         )
         self.fetcher.remove(partitions)
 
-    def _on_join_complete(self, out: Out) -> None:
-        """`ConsumerCoordinator.onJoinComplete`, in the `poll()` after the SyncGroup answer."""
+    def _on_join_complete(self, out: Out) -> bool:
+        """`ConsumerCoordinator.onJoinComplete`, in the `poll()` after the SyncGroup answer.
+        False while the commit of a cooperative revocation's `onPartitionsRevoked` is in
+        flight (the same poll runs it again once answered)."""
         m, cfg = self.m, self.config
         assigned = m.joined_assignment or []
+        owned = self.fetcher.owned()
+        revoked = [tp for tp in owned if tp not in assigned]
+        if self.protocol is RebalanceProtocol.COOPERATIVE and revoked and not self._revoke_listener_done(out, revoked):
+            return False
         m.joined_assignment = None
         m.needs_join_prepare = True
         m.rejoin_needed = False
-        owned = self.fetcher.owned()
         if self.protocol is RebalanceProtocol.COOPERATIVE:
-            revoked = [tp for tp in owned if tp not in assigned]
             if revoked:
                 # KIP-429: revoke what moved, with no auto-commit, and rejoin so that the next
                 # generation can give it to its new owner.
@@ -486,6 +491,23 @@ class Consumer:
             assignment=[str(tp) for tp in self.fetcher.owned()],
         )
         self.next_auto_commit_ms = self.now_ms + cfg.auto_commit_interval_ms
+        return True
+
+    def _revoke_listener_done(self, out: Out, revoked: list[TopicPartition]) -> bool:
+        """With `commit = on_revoke`, `onPartitionsRevoked` commits the revoked partitions
+        synchronously before they go (KIP-429: the only commit a cooperative revocation gets).
+        False while that commit is in flight."""
+        m = self.m
+        if self.config.app_commit is not AppCommit.ON_REVOKE:
+            return True
+        if m.revoke_commit is None:
+            self._block_on_commit(out, CommitKind.REVOKE, self._consumed_of(revoked), then="poll")
+            return False
+        commit = m.commits.get(m.revoke_commit)
+        if commit is not None and commit.error is None:
+            return False
+        m.revoke_commit = None
+        return True
 
     def _maybe_auto_commit(self, out: Out) -> None:
         """`maybeAutoCommitOffsetsAsync`: the positions, once the interval has passed."""

@@ -276,3 +276,70 @@ def test_a_commit_sync_that_fails_while_the_coordinator_moves_is_retried_until_i
         assert landed["ts_ms"] - sent[(node, retried[0]["commit_id"])]["ts_ms"] < 60_000
         assert [e for e in where(events, "records_processed", node=node) if e["ts_ms"] > landed["ts_ms"]]
     assert (checks["consumed"], checks["acked"], checks["duplicates"]) == (2000, 2000, 0)
+
+
+COOPERATIVE = """
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+count = 2
+"session.timeout.ms" = 10000
+"partition.assignment.strategy" = ["cooperative-sticky"]
+"max.poll.records" = 20
+"process.record.ms" = 5
+"auto.offset.reset" = "earliest"
+{commits}
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+"session.timeout.ms" = 10000
+"partition.assignment.strategy" = ["cooperative-sticky"]
+"max.poll.records" = 20
+"process.record.ms" = 5
+"auto.offset.reset" = "earliest"
+"start.ms" = 12000
+{commits}
+"""
+
+
+@pytest.mark.parametrize(
+    ("commits", "causes"),
+    [
+        ('"enable.auto.commit" = false\ncommit = "on_revoke"', set()),
+        ('"enable.auto.commit" = true', {"cooperative_revocation_gap"}),
+    ],
+)
+def test_a_cooperative_revocation_is_committed_only_by_the_listener(commits: str, causes: set[str]) -> None:
+    """KIP-429: a third member joins a group of two that share T's four partitions, and the
+    cooperative-sticky assignor moves one of consumer 2's partitions to it in two rebalances,
+    revoking it with no auto-commit. Consumer 1's slow processing holds the first rebalance
+    open for 2 s, while consumer 2 keeps processing the partition it is about to lose. A
+    listener that commits in `onPartitionsRevoked` hands it over at consumer 2's position, so
+    nothing is processed twice; with auto-commit alone, what consumer 2 processed after its
+    commit before the rebalance is processed again by the new owner
+    (`cooperative_revocation_gap`)."""
+    stall = '\n[[faults]]\nkind = "stall"\nnode = "consumer-1"\n"at.ms" = 11900\n"duration.ms" = 2000\n'
+    events, checks = run(scenario(COOPERATIVE.format(commits=commits), stall, records=3000, duration=40_000))
+    [revoked] = where(events, "partitions_revoked", reason="cooperative")
+    [moved] = revoked["partitions"]
+    [(taken_by, start)] = [
+        (e["node"], e["offset"])
+        for e in where(events, "fetch_position_set", node="consumer-3")
+        if f"{e['topic']}-{e['partition']}" == moved
+    ]
+    assert taken_by == "consumer-3"
+    if not causes:
+        sent = {e["commit_id"]: e for e in where(events, "offset_commit_sent", node=revoked["node"], kind="revoke")}
+        [answer] = [e for e in where(events, "offset_commit_answered", node=revoked["node"], kind="revoke") if e["commit_id"] in sent]
+        [(topic, partition, offset)] = sent[answer["commit_id"]]["offsets"]
+        assert (f"{topic}-{partition}", answer["error"], answer["ts_ms"]) == (moved, "NONE", revoked["ts_ms"])
+        processed = max(e["end_offset"] for e in where(events, "records_processed", node=revoked["node"]) if f"{e['topic']}-{e['partition']}" == moved)
+        assert start == offset == processed
+    else:
+        commits = [e for e in where(events, "offset_commit_sent", node=revoked["node"], kind="join_prepare") if e["ts_ms"] < revoked["ts_ms"]]
+        committed = {f"{t}-{p}": o for t, p, o in commits[-1]["offsets"]}[moved]
+        processed = max(e["end_offset"] for e in where(events, "records_processed", node=revoked["node"]) if f"{e['topic']}-{e['partition']}" == moved)
+        assert start == committed < processed
+        assert checks["duplicates"] == processed - committed
+    assert set(checks["duplicates_by_cause"]) == causes
+    assert checks["consumed"] == checks["acked"] + checks["duplicates"] == 3000 + checks["duplicates"]
