@@ -327,6 +327,7 @@ class Consumer:
                 first_offset=r.first,
                 end_offset=r.end,
                 records=r.end - r.first,
+                leader_epoch=r.leader_epoch,
             )
         self.processing = []
         if cfg.app_commit is AppCommit.SYNC:
