@@ -96,6 +96,8 @@ class GroupAccounting:
         self.duplicates = 0
         self.by_cause: dict[str, int] = {}
         self.rebalances = 0
+        self.consumer_failures: list[dict[str, Any]] = []
+        """Consumers whose `poll()` threw a fatal error (`consumer_failed`): they stopped."""
         self._members: dict[str, _Member] = {}
         self._processed: dict[Key, list[_Range]] = {}
         """Per (group, partition): processed offset ranges [start, end) with the leader epoch
@@ -113,6 +115,7 @@ class GroupAccounting:
             "duplicates": self.duplicates,
             "duplicates_by_cause": dict(sorted(self.by_cause.items())),
             "rebalances": self.rebalances,
+            "consumer_failures": list(self.consumer_failures),
         }
 
     def __call__(self, event: Mapping[str, Any]) -> list[Violation]:
@@ -197,6 +200,9 @@ class GroupAccounting:
                 for hold in member.holds.values():
                     if hold.member_id == e["member_id"]:
                         hold.end(label)
+
+    def _failed(self, e: Mapping[str, Any]) -> None:
+        self.consumer_failures.append({"node": e["node"], "ts_ms": e["ts_ms"], "error": e["error"]})
 
     def _commit_answered(self, e: Mapping[str, Any]) -> None:
         member = self._members.get(e["node"])
@@ -364,4 +370,5 @@ _HANDLERS: dict[str, Any] = {
     "generation_started": GroupAccounting._generation,
     "replica_offsets_changed": GroupAccounting._offsets,
     "records_processed": GroupAccounting._processed_event,
+    "consumer_failed": GroupAccounting._failed,
 }
