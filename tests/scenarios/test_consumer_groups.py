@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from actors.group.placement import partition_for
 from sim.cluster import Cluster
 from sim.scenario import parse_scenario
 
@@ -240,6 +241,82 @@ kind = "crash"
 node = "broker-3"
 "at.ms" = 10500
 """
+
+
+def test_a_coordinator_failover_during_a_rebalance_ends_stable_at_a_higher_generation() -> None:
+    """`my-group` hashes to `__consumer_offsets-2` of 5 (`abs(hashCode) % 5`), whose replicas
+    are [3, 1, 2]: broker 3 coordinates it. Consumers 1 and 2 form generation 1; consumer 3
+    joins at 10 s, which starts a rebalance, and broker 3 crashes at 10.5 s with the group
+    PreparingRebalance. When broker 3's ZooKeeper session expires, the controller elects broker
+    1 for the partition (leader epoch 1), and broker 1 loads the group from its last group
+    record (`GroupMetadataManager.loadGroupsAndOffsets`): generation 1, Stable, consumers 1 and
+    2, and every commit broker 3 acknowledged, since each was replicated (acks=-1) before its
+    answer. The rebalance under way is lost: consumer 3's member id is unknown to broker 1, so
+    it joins again from scratch, and the group ends Stable at generation 2 on broker 1, each
+    member starting from the last acknowledged commit of its partition: nothing is processed
+    twice and no invariant breaks."""
+    assert partition_for("my-group", 5) == 2
+    events: list[dict[str, Any]] = []
+    with Cluster(parse_scenario(FAILOVER, "failover.toml")) as cluster:
+        cluster.kernel.observe(events.append)
+        cluster.run(until=lambda: bool(where(events, "group_coordinator_loaded", node="broker-1", partition=2)))
+        loaded = cluster.state("broker-1", "group-coordinator")["groups"]["my-group"]
+        cluster.run_to_end()
+        final = cluster.state("broker-1", "group-coordinator")["groups"]["my-group"]
+        checks = cluster.final_checks()
+        assert cluster.kernel.invariant_violations == []
+    member = {e["node"]: e["member_id"] for e in where(events, "partitions_assigned")}
+    c1, c2, c3 = member["consumer-1"], member["consumer-2"], member["consumer-3"]
+
+    # Before the crash: broker 3 coordinates; generation 1 is stored; consumer 3's join starts
+    # a rebalance that is still under way at 10500.
+    assert {e["coordinator"] for e in where(events, "coordinator_discovered") if e["ts_ms"] < 10_500} == {3}
+    [stored] = where(events, "group_assignment_stored", node="broker-3")
+    assert (stored["generation_id"], stored["assignments"]) == (1, sorted([[c2, ["T-0", "T-1"]], [c1, ["T-2"]]]))
+    states = [(e["ts_ms"], e["state"], e["generation_id"]) for e in where(events, "group_state_changed", node="broker-3")]
+    assert states[-2:] == [(6108, "Stable", 1), (10014, "PreparingRebalance", 1)]
+    [lost_join] = [e["member_id"] for e in where(events, "group_member_added", node="broker-3", generation_id=1)]
+    assert where(events, "node_crashed", target="broker-3")[0]["ts_ms"] == 10_500
+
+    # Every commit acknowledged before the crash, as the consumers were told.
+    acknowledged = _acknowledged(events, before_ms=10_500)
+    assert acknowledged == {"T-0": 152, "T-1": 558, "T-2": 304}
+
+    # Broker 1 takes over and resumes the last stored generation with those offsets.
+    [moved] = where(events, "leader_elected", topic="__consumer_offsets", partition=2, election="offline")
+    assert (moved["ts_ms"], moved["leader"], moved["leader_epoch"], moved["isr"]) == (16_030, 1, 1, [1, 2])
+    [load] = where(events, "group_coordinator_loaded", node="broker-1", partition=2)
+    assert (load["ts_ms"], load["leader_epoch"], load["groups"]) == (16_037, 1, ["my-group"])
+    assert (loaded["state"], loaded["generation_id"], sorted(loaded["members"])) == ("Stable", 1, sorted([c1, c2]))
+    assert loaded["offsets"] == acknowledged
+    assert lost_join != c3 and lost_join not in final["members"]
+
+    # It ends Stable at generation 2 on broker 1, with the three consumers.
+    [started] = where(events, "generation_started", node="broker-1")
+    assert (started["ts_ms"], started["generation_id"], started["members"]) == (16_228, 2, sorted([c1, c2, c3]))
+    assert not [e for e in where(events, "generation_started") if e["generation_id"] > 2]
+    assignment = {m: v["assignment"] for m, v in final["members"].items()}
+    assert (final["state"], final["generation_id"], assignment) == ("Stable", 2, {c1: ["T-1"], c2: ["T-0"], c3: ["T-2"]})
+    assert {e["node"]: e["coordinator"] for e in where(events, "coordinator_discovered")} == dict.fromkeys(["consumer-1", "consumer-2", "consumer-3"], 1)
+
+    # Each new owner starts from the last commit acknowledged before its OffsetFetch: the ones
+    # broker 3 acknowledged, and consumer 2's commits of T-1 on broker 1 (638, then 718).
+    started_at = {f"{e['topic']}-{e['partition']}": (e["ts_ms"], e["offset"]) for e in where(events, "fetch_position_set", generation_id=2)}
+    assert {tp: offset for tp, (_, offset) in started_at.items()} == {"T-0": 152, "T-1": 718, "T-2": 304}
+    for tp, (ts, offset) in started_at.items():
+        assert offset == _acknowledged(events, before_ms=ts)[tp]
+    assert (checks["consumed"], checks["acked"], checks["duplicates"], checks["rebalances"]) == (2000, 2000, 0, 2)
+
+
+def _acknowledged(events: list[dict[str, Any]], before_ms: int) -> dict[str, int]:
+    """The last offset per partition of the commits the consumers were answered NONE for."""
+    sent = {(e["node"], e["commit_id"]): e["offsets"] for e in where(events, "offset_commit_sent")}
+    last: dict[str, int] = {}
+    for e in where(events, "offset_commit_answered", error="NONE"):
+        if e["ts_ms"] < before_ms:
+            for topic, partition, offset in sent[(e["node"], e["commit_id"])]:
+                last[f"{topic}-{partition}"] = offset
+    return last
 
 
 def test_a_commit_sync_that_fails_while_the_coordinator_moves_is_retried_until_it_lands() -> None:
