@@ -8,7 +8,7 @@ coordinator has not moved. A producer writes 200 records a second and three cons
 process 10 ms a record, so they are busy and a fault lands on records in hand.
 
 The seed draws the group's configuration (auto-commit or the application's commits, eager or
-cooperative assignment, static membership) and three to six faults between 1.5 s and 9 s:
+cooperative assignment, static membership) and three to six faults between 1.5 s and 9 s of a 15 s run:
 - client faults: a consumer process crash (restarted or not), a stop-the-world pause past the
   session timeout, a processing stall past `max.poll.interval.ms`, `close()`, `unsubscribe()`,
   and an isolation of a consumer from the coordinator;
@@ -82,13 +82,17 @@ COORDINATOR = "broker-1"
 """The preferred leader of `__consumer_offsets-0`, so the group's coordinator while it leads."""
 
 
-FAULT_KINDS = ("crash", "pause", "stall", "close", "unsubscribe", "isolate", "broker_crash", "coordinator_crash", "broker_isolate")
+FAULT_KINDS = (
+    "crash", "pause", "stall", "close", "unsubscribe", "isolate", "broker_crash", "coordinator_crash", "broker_isolate",
+)
 FAULT_WEIGHTS = (3, 2, 2, 1, 1, 2, 1, 2, 1)
 """Faults that end a consumer for good (`close()`, `unsubscribe()`) are rarer, so that a run
 keeps a group to hand partitions over to."""
 
 
-COMMITS = (("none", True), ("none", True), ("async", True), ("sync", False), ("async", False), ("none", False), ("on_revoke", False))
+COMMITS = (
+    ("none", True), ("none", True), ("async", True), ("sync", False), ("async", False), ("none", False), ("on_revoke", False),
+)
 """(what the application commits, enable.auto.commit): auto-commit alone, with commitAsync
 after each poll, or manual commits: commitSync or commitAsync after each poll, none at all,
 or commitSync in `onPartitionsRevoked`."""
@@ -104,7 +108,11 @@ def _group_config(rng: random.Random) -> str:
     and static membership."""
     commit, auto = rng.choice(COMMITS)
     strategy = rng.choice(('["range"]', '["roundrobin"]', '["cooperative-sticky"]'))
-    lines = [f'commit = "{commit}"', f'"enable.auto.commit" = {str(auto).lower()}', f'"partition.assignment.strategy" = {strategy}']
+    lines = [
+        f'commit = "{commit}"',
+        f'"enable.auto.commit" = {str(auto).lower()}',
+        f'"partition.assignment.strategy" = {strategy}',
+    ]
     if rng.random() < 0.25:  # noqa: PLR2004 - one seed in four has static members
         lines.append('"group.instance.id" = "instance"')
     return "\n".join(lines) + "\n"
@@ -124,11 +132,13 @@ def _fault(rng: random.Random, at: int) -> str:
     if kind in ("close", "unsubscribe"):
         return head + f'kind = "{kind}"\nnode = "{consumer}"\n'
     if kind == "isolate":
-        return head + f'kind = "partition"\nbetween = [["{consumer}"], ["{COORDINATOR}"]]\n"duration.ms" = {rng.randint(2000, 6000)}\n'
+        cut = f'kind = "partition"\nbetween = [["{consumer}"], ["{COORDINATOR}"]]\n'
+        return head + cut + f'"duration.ms" = {rng.randint(2000, 6000)}\n'
     if kind in ("broker_crash", "coordinator_crash"):
         target = COORDINATOR if kind == "coordinator_crash" else broker
         crash = rng.choice(("process", "process", "power_loss", "disk_loss"))
-        return head + f'kind = "crash"\nnode = "{target}"\n"crash.kind" = "{crash}"\n"restart.after.ms" = {rng.randint(500, 3000)}\n'
+        restart = f'"restart.after.ms" = {rng.randint(500, 3000)}\n'
+        return head + f'kind = "crash"\nnode = "{target}"\n"crash.kind" = "{crash}"\n' + restart
     return head + f'kind = "partition"\nisolate = ["{broker}"]\n"duration.ms" = {rng.randint(1000, 5000)}\n'
 
 
