@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from sim.faults import FaultError
 from sim.kernel import HostKind
-from sim.scenario import ScenarioError, load_scenario
+from sim.scenario import Scenario, ScenarioError, load_scenario
 
 __all__ = ["main"]
 
@@ -134,7 +134,45 @@ def _run(args: argparse.Namespace) -> int:
     if summary["failure"]:
         sys.stderr.write(f"kafkasim: {summary['failure']} (details in {out_dir}/failure.txt)\n")
         return EXIT_FAILED
-    return 0
+    lines, mistake = consumer_failure_lines(scenario, summary["consumer_failures"])
+    for line in lines:
+        sys.stderr.write(f"kafkasim: {line}\n")
+    return EXIT_USAGE if mistake else 0
+
+
+INVALID_SESSION_TIMEOUT = "JoinGroup: INVALID_SESSION_TIMEOUT"
+"""`consumer_failed`'s error when the coordinator refused the session timeout."""
+
+
+def consumer_failure_lines(scenario: Scenario, failures: list[dict[str, Any]]) -> tuple[list[str], bool]:
+    """One line per `[[consumers]]` entry and fatal error that stopped its consumers, and
+    whether one of them is a mistake in the scenario: a session timeout outside the broker's
+    `group.min.session.timeout.ms` and `group.max.session.timeout.ms`, which Kafka's
+    coordinator refuses (INVALID_SESSION_TIMEOUT) and the consumer throws from `poll()`
+    (`InvalidSessionTimeoutException`). Other fatal errors are outcomes of the run."""
+    entry_of: dict[str, int] = {}
+    for i, entry in enumerate(scenario.consumers):
+        for _ in range(entry["count"]):
+            entry_of[f"consumer-{len(entry_of) + 1}"] = i
+    stopped: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for failure in failures:
+        stopped.setdefault((entry_of[failure["node"]], failure["error"]), []).append(failure)
+    lines, mistake = [], False
+    broker = scenario.sections["broker"]
+    for (i, error), found in sorted(stopped.items()):
+        nodes = ", ".join(f["node"] for f in found)
+        if error == INVALID_SESSION_TIMEOUT:
+            mistake = True
+            lines.append(
+                f"{scenario.source}: [[consumers]] #{i + 1}: session.timeout.ms: "
+                f"{scenario.consumers[i]['session.timeout.ms']} is outside the broker's "
+                f"group.min.session.timeout.ms ({broker['group.min.session.timeout.ms']}) to "
+                f"group.max.session.timeout.ms ({broker['group.max.session.timeout.ms']}): the coordinator "
+                f"answered JoinGroup with INVALID_SESSION_TIMEOUT and {nodes} stopped"
+            )
+        else:
+            lines.append(f"{nodes} stopped at {found[0]['ts_ms']} ms on a fatal error ({error})")
+    return lines, mistake
 
 
 def _print_summary(summary: dict[str, Any], out_dir: Path, *, as_json: bool) -> None:

@@ -1,26 +1,37 @@
 """Consumer groups seen from the event log: duplicates with their causes, rebalances, and the
 group invariants, checked after every event like `sim.invariants`.
 
-**Duplicates.** For each (group, partition, offset), every processing after the first is one
-duplicate (`records_processed` gives offset ranges, so the count costs the number of ranges).
-Each duplicate gets one label: the reason the earlier processor's hold on the partition ended,
-or, if it had not ended (a zombie still processing), the reason it became a zombie:
+**Duplicates.** For each record (group, partition, offset, and the leader epoch it was written
+in), every processing after the first is one duplicate (`records_processed` gives offset
+ranges, so the count costs the number of ranges). A record written at an offset after a
+truncation removed the one before (a new leader that lacked it: a power or disk loss, an
+unclean election) has a later epoch: it is a new record, and reading it is no duplicate.
+A *hold* is one consumer's ownership of one partition, from its assignment to the first event
+that ends it; that event gives the hold its label, and later ones do not change it (a member
+expelled for its session and crashed later was expelled: its partitions had moved already).
+A duplicate takes the label of the hold that processed the offset before, once that hold has
+ended; if it has not, the processing one is a zombie (its hold ended while it went on
+processing) and the duplicate takes the label that made it one:
 
-| what ended the earlier hold | label |
+| what ended the hold first | label |
 | --- | --- |
 | its node crashed | `crash_before_commit` |
-| a poll timeout (dynamic member; LeaveGroup) | `poll_interval_exceeded` |
-| a poll timeout (static member; no rebalance) | `static_poll_timeout_self_replay` |
 | the coordinator removed it for its session | `expelled_session_timeout` |
+| a poll timeout (dynamic member; LeaveGroup) | `poll_interval_exceeded` |
+| the coordinator removed it for not rejoining within the rebalance timeout (its `max.poll.interval.ms`) | `poll_interval_exceeded` |
+| a poll timeout (static member; no rebalance) | `static_poll_timeout_self_replay` |
 | `unsubscribe()` | `unsubscribe_without_commit` |
-| a revocation, manual commits, no commit in `onPartitionsRevoked` | `revoked_without_commit` |
-| a cooperative revocation with auto-commit | `cooperative_revocation_gap` |
-| a revocation after the covering commit failed while the coordinator moved | `coordinator_failover` |
-| any other revocation or loss (a failed, fenced or abandoned commit) | `commit_failed_or_fenced` |
-| the same hold read the offsets again after its position was reset | `log_truncation_or_reset` |
+| a revocation or loss after the member's last commit failed while the coordinator moved or was out of reach | `coordinator_failover` |
+| a revocation or loss after the member's last commit failed otherwise (rejected, fenced, refused in the client) | `commit_failed_or_fenced` |
+| a cooperative revocation with auto-commit, no commit in `onPartitionsRevoked` | `cooperative_revocation_gap` |
+| a revocation (eager or cooperative) with manual commits, no commit in `onPartitionsRevoked` | `revoked_without_commit` |
+| any other revocation or loss | `commit_failed_or_fenced` |
+| a new generation without it, no removal logged (its coordinator moved and loaded the group without it) | `coordinator_failover` |
+| a reset of its position: the same consumer reads the offsets again under a new hold | `log_truncation_or_reset` |
 
-A record written again at a truncated offset is a new record; the log does not carry record
-identities per range, so such a re-read is counted (and labelled `log_truncation_or_reset`).
+Where several rows hold for one event, the first wins (a revocation with a failed last commit
+is `commit_failed_or_fenced` even when it is cooperative). Two holds that have not ended
+processing the same offset would be `unexplained`: no run should show it.
 
 **Invariants.** `single_owner_per_partition_per_generation`: in one generation of a group, no
 partition is in two members' assignments. `consumer_reads_committed`: no record is processed at
@@ -51,9 +62,12 @@ class _Hold:
 
     node: str
     member_id: str
-    static: bool
     ended: str | None = None
-    """The label of what ended it; None while it lasts."""
+    """The label of the first event that ended it; None while it lasts."""
+
+    def end(self, label: str) -> None:
+        if self.ended is None:
+            self.ended = label
 
 
 @dataclass(slots=True)
@@ -61,17 +75,19 @@ class _Member:
     """What the accounting knows of one consumer node."""
 
     group: str
-    member_id: str = ""
-    static: bool = False
-    manual_commits: bool = False
-    """Auto-commit off and no commit in `onPartitionsRevoked`."""
-    expelled: bool = False
-    poll_timeout: bool = False
+    auto_commit: bool = True
+    listener_commits: bool = False
+    """The application commits in `onPartitionsRevoked` (`commit = on_revoke`)."""
     last_commit_error: str = "NONE"
     holds: dict[str, _Hold] = field(default_factory=dict)
 
 
 _FAILOVER_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "DISCONNECTED", "TIMEOUT", "COORDINATOR_LOAD_IN_PROGRESS"})
+_REMOVALS = {"session_timeout": "expelled_session_timeout", "not_rejoined": "poll_interval_exceeded"}
+"""Removals by the coordinator that end a member's holds: the rebalance timeout a member did
+not rejoin within is its `max.poll.interval.ms` (only dynamic members are removed so)."""
+_TWO_HOLDERS = "unexplained"
+"""Two holds that have not ended processed the same offset: no label of Kafka's explains it."""
 
 
 class GroupAccounting:
@@ -80,10 +96,13 @@ class GroupAccounting:
         self.duplicates = 0
         self.by_cause: dict[str, int] = {}
         self.rebalances = 0
+        self.consumer_failures: list[dict[str, Any]] = []
+        """Consumers whose `poll()` threw a fatal error (`consumer_failed`): they stopped."""
         self._members: dict[str, _Member] = {}
-        self._processed: dict[Key, list[tuple[int, int, _Hold]]] = {}
-        """Per (group, partition): processed offset ranges [start, end) with the hold that
-        processed them last, sorted and disjoint."""
+        self._processed: dict[Key, list[_Range]] = {}
+        """Per (group, partition): processed offset ranges [start, end) with the leader epoch
+        their records were written in and the hold that processed them last, sorted and
+        disjoint."""
         self._owners: dict[tuple[str, int], dict[str, str]] = {}
         self._max_hw: dict[str, int] = {}
         self._committed: dict[tuple[str, str], int] = {}
@@ -96,6 +115,7 @@ class GroupAccounting:
             "duplicates": self.duplicates,
             "duplicates_by_cause": dict(sorted(self.by_cause.items())),
             "rebalances": self.rebalances,
+            "consumer_failures": list(self.consumer_failures),
         }
 
     def __call__(self, event: Mapping[str, Any]) -> list[Violation]:
@@ -108,20 +128,14 @@ class GroupAccounting:
     # ------------------------------------------------------------------ events
 
     def _started(self, e: Mapping[str, Any]) -> None:
-        self._members[e["node"]] = _Member(
-            e["group_id"],
-            static=e["group_instance_id"] is not None,
-            manual_commits=not e["enable_auto_commit"] and e["commit"] != "on_revoke",
-        )
+        self._members[e["node"]] = _Member(e["group_id"], e["enable_auto_commit"], e["commit"] == "on_revoke")
 
     def _assigned(self, e: Mapping[str, Any]) -> list[Violation]:
         member = self._members.get(e["node"])
         if member is None:
             return []
-        member.member_id = e["member_id"]
-        member.expelled = member.poll_timeout = False
         for tp in e["partitions"]:
-            member.holds[tp] = _Hold(e["node"], e["member_id"], member.static)
+            member.holds[tp] = _Hold(e["node"], e["member_id"])
         owners = self._owners.setdefault((e["group_id"], e["generation_id"]), {})
         found = []
         for tp in e["assignment"]:
@@ -144,22 +158,21 @@ class GroupAccounting:
         label = self._label_for_release(member, e["event"], e["reason"])
         for tp in e["partitions"]:
             hold = member.holds.pop(tp, None)
-            if hold is not None and hold.ended is None:
-                hold.ended = label
+            if hold is not None:
+                hold.end(label)
 
     def _label_for_release(self, member: _Member, event: str, reason: str) -> str:
         if reason == "unsubscribe":
             return "unsubscribe_without_commit"
-        if member.poll_timeout:
-            return "static_poll_timeout_self_replay" if member.static else "poll_interval_exceeded"
-        if member.expelled:
-            return "expelled_session_timeout"
         if member.last_commit_error in _FAILOVER_ERRORS:
             return "coordinator_failover"
-        if event == "partitions_revoked" and reason == "cooperative":
-            return "cooperative_revocation_gap"
-        if event == "partitions_revoked" and member.manual_commits:
-            return "revoked_without_commit"
+        if member.last_commit_error != "NONE":
+            return "commit_failed_or_fenced"
+        if event == "partitions_revoked" and not member.listener_commits:
+            if member.auto_commit and reason == "cooperative":
+                return "cooperative_revocation_gap"
+            if not member.auto_commit:
+                return "revoked_without_commit"
         return "commit_failed_or_fenced"
 
     def _crashed(self, e: Mapping[str, Any]) -> None:
@@ -167,21 +180,29 @@ class GroupAccounting:
         if member is None:
             return
         for hold in member.holds.values():
-            if hold.ended is None:
-                hold.ended = "crash_before_commit"
+            hold.end("crash_before_commit")
         member.holds = {}
 
     def _poll_timeout(self, e: Mapping[str, Any]) -> None:
+        """The member goes on holding its partitions (a zombie) until its next `poll()`."""
         member = self._members.get(e["node"])
         if member is not None:
-            member.poll_timeout = True
+            label = "static_poll_timeout_self_replay" if e["static"] else "poll_interval_exceeded"
+            for hold in member.holds.values():
+                hold.end(label)
 
     def _member_removed(self, e: Mapping[str, Any]) -> None:
-        if e["reason"] != "session_timeout":
+        label = _REMOVALS.get(e["reason"])
+        if label is None:
             return
         for member in self._members.values():
-            if member.member_id == e["member_id"] and member.group == e["group_id"]:
-                member.expelled = True
+            if member.group == e["group_id"]:
+                for hold in member.holds.values():
+                    if hold.member_id == e["member_id"]:
+                        hold.end(label)
+
+    def _failed(self, e: Mapping[str, Any]) -> None:
+        self.consumer_failures.append({"node": e["node"], "ts_ms": e["ts_ms"], "error": e["error"]})
 
     def _commit_answered(self, e: Mapping[str, Any]) -> None:
         member = self._members.get(e["node"])
@@ -247,13 +268,21 @@ class GroupAccounting:
         if member is not None and tp in member.holds:
             # A reset re-reads under a new hold, so earlier reads by this one count as replaced.
             old = member.holds[tp]
-            old.ended = old.ended or "log_truncation_or_reset"
-            member.holds[tp] = _Hold(e["node"], old.member_id, old.static)
+            old.end("log_truncation_or_reset")
+            member.holds[tp] = _Hold(e["node"], old.member_id)
 
     def _generation(self, e: Mapping[str, Any]) -> None:
         if e["members"]:
             self.rebalances += 1
-        self._generation_members[(e["group_id"], e["generation_id"])] = set(e["members"])
+        members = set(e["members"])
+        self._generation_members[(e["group_id"], e["generation_id"])] = members
+        # A member that still holds partitions but is not in the new generation, with no
+        # removal logged, was lost by its coordinator: a new one loaded the group without it.
+        for member in self._members.values():
+            if member.group == e["group_id"]:
+                for hold in member.holds.values():
+                    if hold.member_id not in members:
+                        hold.end("coordinator_failover")
 
     def _offsets(self, e: Mapping[str, Any]) -> None:
         if e["role"] == "leader":
@@ -280,44 +309,48 @@ class GroupAccounting:
             )
         hold = member.holds.get(tp)
         if hold is None:
-            hold = member.holds[tp] = _Hold(e["node"], e["member_id"], member.static)
+            hold = member.holds[tp] = _Hold(e["node"], e["member_id"])
+        epoch = e["leader_epoch"]
         ranges = self._processed.setdefault((member.group, tp), [])
-        for s, t, earlier in list(ranges):
+        for s, t, written, earlier in ranges:
             overlap = min(t, end) - max(s, start)
-            if overlap > 0:
-                label = earlier.ended or self._zombie_label(earlier)
+            # Records of another epoch at these offsets were other records, truncated since.
+            if overlap > 0 and written == epoch:
+                # The earlier reader's hold ended and its records came back; or it still holds
+                # the partition, and the one processing now is the zombie.
+                label = earlier.ended or hold.ended or _TWO_HOLDERS
                 self.duplicates += overlap
                 self.by_cause[label] = self.by_cause.get(label, 0) + overlap
-        self._processed[(member.group, tp)] = _replace(ranges, start, end, hold)
+        self._processed[(member.group, tp)] = _replace(ranges, (start, end, epoch, hold))
         return found
 
-    def _zombie_label(self, hold: _Hold) -> str:
-        member = self._members.get(hold.node)
-        if member is not None and member.poll_timeout:
-            return "static_poll_timeout_self_replay" if hold.static else "poll_interval_exceeded"
-        return "expelled_session_timeout"
+
+_Range = tuple[int, int, int, _Hold]
+"""[start, end), the leader epoch the records were written in, the hold that processed them."""
 
 
-def _replace(ranges: list[tuple[int, int, _Hold]], start: int, end: int, hold: _Hold) -> list[tuple[int, int, _Hold]]:
-    """The ranges with [start, end) now last processed by `hold`; neighbours of the same hold
-    merge, so a partition read in order keeps one range per hold."""
-    kept: list[tuple[int, int, _Hold]] = []
-    for s, t, h in ranges:
+def _replace(ranges: list[_Range], new: _Range) -> list[_Range]:
+    """The ranges with `new`'s offsets now last processed by its hold; neighbours of the same
+    hold and epoch merge, so a partition read in order keeps one range per hold and epoch."""
+    start, end = new[0], new[1]
+    kept: list[_Range] = []
+    for s, t, epoch, h in ranges:
         if t <= start or s >= end:
-            kept.append((s, t, h))
+            kept.append((s, t, epoch, h))
             continue
         if s < start:
-            kept.append((s, start, h))
+            kept.append((s, start, epoch, h))
         if t > end:
-            kept.append((end, t, h))
-    kept.append((start, end, hold))
+            kept.append((end, t, epoch, h))
+    kept.append(new)
     kept.sort(key=lambda r: r[0])
-    merged: list[tuple[int, int, _Hold]] = []
-    for s, t, h in kept:
-        if merged and merged[-1][2] is h and merged[-1][1] == s:
-            merged[-1] = (merged[-1][0], t, h)
+    merged: list[_Range] = []
+    for s, t, epoch, h in kept:
+        last = merged[-1] if merged else None
+        if last is not None and last[3] is h and last[2] == epoch and last[1] == s:
+            merged[-1] = (last[0], t, epoch, h)
         else:
-            merged.append((s, t, h))
+            merged.append((s, t, epoch, h))
     return merged
 
 
@@ -337,4 +370,5 @@ _HANDLERS: dict[str, Any] = {
     "generation_started": GroupAccounting._generation,
     "replica_offsets_changed": GroupAccounting._offsets,
     "records_processed": GroupAccounting._processed_event,
+    "consumer_failed": GroupAccounting._failed,
 }

@@ -127,6 +127,7 @@ def build_summary(scenario: Scenario, kernel: Kernel, wall_s: float) -> dict[str
         "duplicates": 0,
         "duplicates_by_cause": {},
         "rebalances": 0,
+        "consumer_failures": [],
         "invariant_violations": list(kernel.invariant_violations),
         "diverged_replicas": [],
         "lost_records": [],

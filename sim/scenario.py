@@ -673,8 +673,9 @@ def _check_topics(scenario: Scenario) -> None:
 
 
 def _check_consumers(scenario: Scenario, topics: set[str]) -> None:
-    from actors.consumer.assignors import UnknownAssignor, check_strategy  # noqa: PLC0415
-
+    """Kafka's client-side checks of a consumer's settings (`ConsumerConfig`, the `Heartbeat`
+    and `ConsumerCoordinator` constructors), and the topics it subscribes to, which must be
+    the scenario's: topics exist before the run and none is created by a subscription."""
     for i, consumer in enumerate(scenario.consumers):
         where = f"{scenario.source}: [[consumers]] #{i + 1}"
         for topic in consumer["topics"]:
@@ -691,17 +692,28 @@ def _check_consumers(scenario: Scenario, topics: set[str]) -> None:
                 f"than session.timeout.ms ({consumer['session.timeout.ms']})"
             )
             raise ScenarioError(msg)
-        try:
-            check_strategy(consumer["partition.assignment.strategy"])
-        except UnknownAssignor as exc:
-            msg = f"{where}: partition.assignment.strategy: {exc}"
-            raise ScenarioError(msg) from None
+        _check_strategy(consumer["partition.assignment.strategy"], where)
         if consumer["group.instance.id"] is not None and not scenario.profile.static_membership:
             msg = f"{where}: group.instance.id needs Kafka 2.3 or later (the version is {scenario.profile.name})"
             raise ScenarioError(msg)
     if scenario.consumers and scenario.get("cluster", "brokers") == 0:
         msg = f"{scenario.source}: [[consumers]] needs brokers: set [cluster] brokers"
         raise ScenarioError(msg)
+
+
+def _check_strategy(strategy: list[str], where: str) -> None:
+    """`partition.assignment.strategy`: at least one assignor (the `ConsumerCoordinator`
+    refuses none), each one the simulator models."""
+    from actors.consumer.assignors import ASSIGNORS  # noqa: PLC0415 - sim reads the actors' names
+
+    valid = ", ".join(ASSIGNORS)
+    if not strategy:
+        msg = f"{where}: partition.assignment.strategy: names no assignor (valid: {valid})"
+        raise ScenarioError(msg)
+    for name in strategy:
+        if name not in ASSIGNORS:
+            msg = f"{where}: partition.assignment.strategy: {name!r} is not one of {valid}{_suggest(name, ASSIGNORS)}"
+            raise ScenarioError(msg)
 
 
 def _check_relations(scenario: Scenario) -> None:

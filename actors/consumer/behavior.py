@@ -101,6 +101,10 @@ _METADATA_ERRORS = frozenset(
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     }
 )
+RECONNECT_BACKOFF_MS = 50
+"""`reconnect.backoff.ms`: how long a broker whose connection failed is not fetched from."""
+RECONNECT_BACKOFF_MAX_MS = 1000
+"""`reconnect.backoff.max.ms`: the cap of the doubling back-off (without Kafka's 20% jitter)."""
 DISCONNECTED = "DISCONNECTED"
 TIMEOUT = "TIMEOUT"
 COMMIT_FAILED = "COMMIT_FAILED"
@@ -145,6 +149,10 @@ class Consumer:
         self.next_correlation_id = 0
         self.find_target = 0
         self.find_in_flight: int | None = None
+        self.find_backoff_until = 0
+        """After the coordinator's connection failed, no lookup before this time."""
+        self.reconnect_backoff_ms: dict[int, int] = {}
+        """Broker -> the back-off after its last failed connection, while it keeps failing."""
         self.metadata_in_flight: int | None = None
         self.offset_fetch_in_flight: int | None = None
         self.list_offsets_in_flight: set[int] = set()
@@ -210,6 +218,7 @@ class Consumer:
             return out  # answered after it timed out, or its connection closed
         out.cancel_timer(f"timeout:{inbound.correlation_id}")
         kind, broker, detail = request
+        self._connected(broker)
         match message:
             case FindCoordinatorResponse():
                 self._on_find_coordinator(out, message)
@@ -318,6 +327,7 @@ class Consumer:
                 first_offset=r.first,
                 end_offset=r.end,
                 records=r.end - r.first,
+                leader_epoch=r.leader_epoch,
             )
         self.processing = []
         if cfg.app_commit is AppCommit.SYNC:
@@ -363,7 +373,8 @@ class Consumer:
         """`joinGroupIfNeeded` with a zero timer: never waits for the rebalance."""
         m = self.m
         if m.joined_assignment is not None:
-            self._on_join_complete(out)
+            if not self._on_join_complete(out):
+                return False
             return not m.rejoin_needed
         if m.join_in_flight is not None or m.sync_in_flight is not None:
             return False
@@ -392,7 +403,6 @@ class Consumer:
                 mode = cfg.join_prepare_commit
                 if mode is JoinPrepareCommit.SYNC:
                     self._block_on_commit(out, CommitKind.JOIN_PREPARE, self.fetcher.all_consumed(), then="poll")
-                    m.join_prepare_commit = self.blocked_on
                     return False
                 if mode is JoinPrepareCommit.PENDING_REVOCATION and self.protocol is RebalanceProtocol.EAGER:
                     for tp in owned:
@@ -426,7 +436,6 @@ class Consumer:
         if not lost and self.config.app_commit is AppCommit.ON_REVOKE and not m.join_prepare_revoked:
             if m.revoke_commit is None:
                 self._block_on_commit(out, CommitKind.REVOKE, self._consumed_of(owned), then="poll")
-                m.revoke_commit = self.blocked_on
                 return False
             commit = m.commits.get(m.revoke_commit)
             if commit is not None and commit.error is None:
@@ -449,16 +458,20 @@ class Consumer:
         )
         self.fetcher.remove(partitions)
 
-    def _on_join_complete(self, out: Out) -> None:
-        """`ConsumerCoordinator.onJoinComplete`, in the `poll()` after the SyncGroup answer."""
+    def _on_join_complete(self, out: Out) -> bool:
+        """`ConsumerCoordinator.onJoinComplete`, in the `poll()` after the SyncGroup answer.
+        False while the commit of a cooperative revocation's `onPartitionsRevoked` is in
+        flight (the same poll runs it again once answered)."""
         m, cfg = self.m, self.config
         assigned = m.joined_assignment or []
+        owned = self.fetcher.owned()
+        revoked = [tp for tp in owned if tp not in assigned]
+        if self.protocol is RebalanceProtocol.COOPERATIVE and revoked and not self._revoke_listener_done(out, revoked):
+            return False
         m.joined_assignment = None
         m.needs_join_prepare = True
         m.rejoin_needed = False
-        owned = self.fetcher.owned()
         if self.protocol is RebalanceProtocol.COOPERATIVE:
-            revoked = [tp for tp in owned if tp not in assigned]
             if revoked:
                 # KIP-429: revoke what moved, with no auto-commit, and rejoin so that the next
                 # generation can give it to its new owner.
@@ -479,6 +492,23 @@ class Consumer:
             assignment=[str(tp) for tp in self.fetcher.owned()],
         )
         self.next_auto_commit_ms = self.now_ms + cfg.auto_commit_interval_ms
+        return True
+
+    def _revoke_listener_done(self, out: Out, revoked: list[TopicPartition]) -> bool:
+        """With `commit = on_revoke`, `onPartitionsRevoked` commits the revoked partitions
+        synchronously before they go (KIP-429: the only commit a cooperative revocation gets).
+        False while that commit is in flight."""
+        m = self.m
+        if self.config.app_commit is not AppCommit.ON_REVOKE:
+            return True
+        if m.revoke_commit is None:
+            self._block_on_commit(out, CommitKind.REVOKE, self._consumed_of(revoked), then="poll")
+            return False
+        commit = m.commits.get(m.revoke_commit)
+        if commit is not None and commit.error is None:
+            return False
+        m.revoke_commit = None
+        return True
 
     def _maybe_auto_commit(self, out: Out) -> None:
         """`maybeAutoCommitOffsetsAsync`: the positions, once the interval has passed."""
@@ -628,6 +658,8 @@ class Consumer:
         if m.state.has_not_joined or self.app is App.STOPPED:
             return
         if m.coordinator is None:
+            # (1) in `HeartbeatThread.run`: look the coordinator up, and wait before the next try.
+            self._find_coordinator(out)
             m.next_heartbeat_ms = self.now_ms + cfg.retry_backoff_ms
         elif self.now_ms - m.last_heartbeat_ok_ms >= cfg.session_timeout_ms:
             self._coordinator_unknown(out, "SESSION_TIMEOUT")
@@ -707,25 +739,39 @@ class Consumer:
     def _commit(self, out: Out, kind: CommitKind, offsets: dict[TopicPartition, tuple[int, int]]) -> int:
         """Send an OffsetCommit (or fail it at once, as `sendOffsetCommitRequest` does when
         the member is not STABLE); returns its commit id."""
+        commit = self._new_commit(out, kind, offsets, self.now_ms)
+        self._send_commit(out, commit)
+        return commit.commit_id
+
+    def _new_commit(self, out: Out, kind: CommitKind, offsets: dict[TopicPartition, tuple[int, int]], started_ms: int) -> Commit:
+        """Number and log a commit; `_send_commit` sends it. Apart, so that whoever waits for
+        it knows its id before an answer given at once (a failure in the client) arrives."""
         m, cfg = self.m, self.config
-        commit_id = self._next_id()
-        commit = Commit(commit_id, kind, dict(offsets), m.generation_id, started_ms=self.now_ms)
-        m.commits[commit_id] = commit
+        commit = Commit(self._next_id(), kind, dict(offsets), m.generation_id, started_ms=started_ms)
+        m.commits[commit.commit_id] = commit
         out.emit(
             "offset_commit_sent",
             group_id=cfg.group_id,
             member_id=m.member_id,
             generation_id=m.generation_id,
-            commit_id=commit_id,
+            commit_id=commit.commit_id,
             kind=kind.value,
             offsets=_offsets(offsets),
         )
+        return commit
+
+    def _send_commit(self, out: Out, commit: Commit) -> None:
+        m, cfg = self.m, self.config
+        commit_id, offsets = commit.commit_id, commit.offsets
         if m.state is not MemberState.STABLE:
             # `generationIfStable` is null: RebalanceInProgressException while a rebalance is
             # under way, CommitFailedException once the member is out of its generation.
             local = COMMIT_FAILED if m.state is MemberState.UNJOINED else "REBALANCE_IN_PROGRESS"
             self._commit_answered(out, commit_id, local, None)
         elif m.coordinator is None:
+            # The commit fails as retriable; the lookup starts, as `commitOffsetsSync` and
+            # `commitOffsetsAsync` look the coordinator up before sending.
+            self._find_coordinator(out)
             self._commit_answered(out, commit_id, "COORDINATOR_NOT_AVAILABLE", ErrorCode.COORDINATOR_NOT_AVAILABLE)
         else:
             topics = tuple(
@@ -734,7 +780,6 @@ class Consumer:
             )
             request = OffsetCommitRequest(cfg.group_id, m.generation_id, m.member_id, cfg.group_instance_id, topics)
             self._send_to_coordinator(out, "commit", request, detail=commit_id)
-        return commit_id
 
     def _commit_answered(self, out: Out, commit_id: int, outcome: str, error: ErrorCode | None) -> None:
         """`OffsetCommitResponseHandler`: log the outcome, react to the error, and wake what
@@ -771,23 +816,37 @@ class Consumer:
         self._prune_commits()
 
     def _retry_commit(self, out: Out, commit_id: int) -> None:
-        """commitSync sends the same offsets again after `retry.backoff.ms`."""
-        commit = self.m.commits.get(commit_id)
+        """commitSync sends the same offsets again after `retry.backoff.ms`, within the
+        `default.api.timeout.ms` that started with the first attempt."""
+        m = self.m
+        commit = m.commits.get(commit_id)
         if commit is None or self.blocked_on != commit_id:
             return
-        retry = self._commit(out, commit.kind, commit.offsets)
-        self.m.commits[retry].started_ms = commit.started_ms
-        self.blocked_on = retry
-        if self.m.join_prepare_commit == commit_id:
-            self.m.join_prepare_commit = retry
-        if self.m.revoke_commit == commit_id:
-            self.m.revoke_commit = retry
+        retry = self._new_commit(out, commit.kind, commit.offsets, commit.started_ms)
+        self.blocked_on = retry.commit_id
+        if m.join_prepare_commit == commit_id:
+            m.join_prepare_commit = retry.commit_id
+        if m.revoke_commit == commit_id:
+            m.revoke_commit = retry.commit_id
+        self._send_commit(out, retry)
 
-    def _block_on_commit(self, out: Out, kind: CommitKind, offsets: dict[TopicPartition, tuple[int, int]], then: str) -> None:
+    def _block_on_commit(
+        self, out: Out, kind: CommitKind, offsets: dict[TopicPartition, tuple[int, int]], then: str
+    ) -> None:
+        """A synchronous commit (commitSync, the pre-rebalance commit before 3.2, the commit in
+        `onPartitionsRevoked`, `close()`): the application waits for its outcome. The waiting
+        is set up before the commit goes, since one that fails in the client (coordinator
+        unknown, member not STABLE) is answered at once."""
         self.app = App.BLOCKED
         self.blocked_then = then
         out.cancel_timer("app")
-        self.blocked_on = self._commit(out, kind, offsets)
+        commit = self._new_commit(out, kind, offsets, self.now_ms)
+        self.blocked_on = commit.commit_id
+        if kind is CommitKind.JOIN_PREPARE:
+            self.m.join_prepare_commit = commit.commit_id
+        elif kind is CommitKind.REVOKE:
+            self.m.revoke_commit = commit.commit_id
+        self._send_commit(out, commit)
 
     def _unblock(self, out: Out) -> None:
         then = self.blocked_then
@@ -920,7 +979,7 @@ class Consumer:
         )
 
     def _send_fetches(self, out: Out) -> None:
-        for leader, request in self.fetcher.fetch_requests():
+        for leader, request in self.fetcher.fetch_requests(self.now_ms):
             offsets = {TopicPartition(p.topic, p.partition): p.fetch_offset for p in request.partitions}
             cid = self._send(
                 out,
@@ -972,6 +1031,9 @@ class Consumer:
     def _find_coordinator(self, out: Out) -> None:
         if self.find_in_flight is not None or self.m.coordinator is not None or self.app is App.STOPPED:
             return
+        if self.now_ms < self.find_backoff_until:
+            out.set_timer("find-backoff", self.find_backoff_until - self.now_ms)
+            return
         broker = self._any_broker()
         self.find_in_flight = self._send(out, broker, "find", broker_address(broker), FindCoordinatorRequest(self.config.group_id))
 
@@ -996,9 +1058,29 @@ class Consumer:
         out.emit("coordinator_lost", group_id=self.config.group_id, coordinator=old, reason=reason)
         self._fail_requests(out, old, coordinator_only=True)
 
+    def _connected(self, broker: int) -> None:
+        """An answer came from `broker`: its connection works, the back-off starts afresh."""
+        self.reconnect_backoff_ms.pop(broker, None)
+        self.fetcher.not_ready_until.pop(broker, None)
+
+    def _connection_failed(self, out: Out, broker: int) -> None:
+        """`NetworkClient.processDisconnection`: the broker is not ready for
+        `reconnect.backoff.ms` (doubled after each failure, up to `reconnect.backoff.max.ms`),
+        and metadata is asked for again, since the broker may be dead and its partitions led
+        elsewhere (`DefaultMetadataUpdater.handleServerDisconnect`)."""
+        backoff = min(2 * self.reconnect_backoff_ms.get(broker, RECONNECT_BACKOFF_MS // 2), RECONNECT_BACKOFF_MAX_MS)
+        self.reconnect_backoff_ms[broker] = backoff
+        self.fetcher.not_ready_until[broker] = self.now_ms + backoff
+        self._request_metadata(out)
+
     def _disconnected(self, out: Out, broker: int) -> None:
+        self._connection_failed(out, broker)
         if broker == self.m.coordinator:
+            # `ensureCoordinatorReady`: the coordinator found is unavailable, so it is marked
+            # unknown and the next lookup waits `retry.backoff.ms` (a lookup at once would find
+            # the same dead broker until the controller moves its partition).
             self._coordinator_unknown(out, DISCONNECTED)
+            self.find_backoff_until = self.now_ms + self.config.retry_backoff_ms
         self._fail_requests(out, broker, coordinator_only=False)
         self._resume_poll(out)
 
@@ -1022,6 +1104,7 @@ class Consumer:
         if broker == self.m.coordinator and request[0] in ("join", "sync", "heartbeat", "commit", "offset_fetch", "leave"):
             self._coordinator_unknown(out, TIMEOUT)
         self._fail_requests(out, broker, coordinator_only=False)
+        self._connection_failed(out, broker)
         self._resume_poll(out)
 
     def _request_failed(self, out: Out, cid: int, kind: str, broker: int, detail: Any, error: str) -> None:

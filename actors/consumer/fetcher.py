@@ -31,17 +31,22 @@ class PartitionState:
     position: int | None = None
     position_epoch: int = -1
     pending_revocation: bool = False
-    buffered: list[tuple[int, str]] = field(default_factory=list)
-    """Fetched records (offset, value) from the position on, not yet returned."""
+    buffered: list[tuple[int, int]] = field(default_factory=list)
+    """Fetched records from the position on, not yet returned: (offset, the leader epoch of
+    its batch). The epoch tells a record from one written later at the same offset after a
+    truncation (one leader writes each offset once in an epoch, KIP-101)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Returned:
-    """Records one `poll()` returned from one partition: offsets `first` to `end` (exclusive)."""
+    """Records one `poll()` returned from one partition: offsets `first` to `end` (exclusive),
+    all written in leader epoch `leader_epoch` (a poll's records of one partition written in
+    two epochs are two of these)."""
 
     tp: TopicPartition
     first: int
     end: int
+    leader_epoch: int
 
 
 class Fetcher:
@@ -54,6 +59,9 @@ class Fetcher:
         """Partition -> (leader broker, leader epoch), from Metadata."""
         self.in_flight: dict[int, int] = {}
         """Broker -> the correlation id of its fetch in flight."""
+        self.not_ready_until: dict[int, int] = {}
+        """Broker -> when a fetch to it may be tried again, after its connection failed
+        (`reconnect.backoff.ms`: `NetworkClient.ready` is false meanwhile)."""
 
     # ------------------------------------------------------------------ assignment
 
@@ -87,16 +95,16 @@ class Fetcher:
 
     # ------------------------------------------------------------------ fetching
 
-    def fetch_requests(self) -> list[tuple[int, FetchRequest]]:
-        """One request per leader without a fetch in flight, for its fetchable partitions that
-        have a position and nothing buffered."""
+    def fetch_requests(self, now_ms: int = 0) -> list[tuple[int, FetchRequest]]:
+        """One request per leader without a fetch in flight and not backing off from a failed
+        connection, for its fetchable partitions that have a position and nothing buffered."""
         by_leader: dict[int, list[FetchPartition]] = {}
         for tp in sorted(self.assigned):
             state = self.assigned[tp]
             if state.position is None or state.pending_revocation or state.buffered:
                 continue
             leader, epoch = self.leaders.get(tp, (-1, -1))
-            if leader < 0 or leader in self.in_flight:
+            if leader < 0 or leader in self.in_flight or now_ms < self.not_ready_until.get(leader, 0):
                 continue
             by_leader.setdefault(leader, []).append(
                 FetchPartition(
@@ -137,21 +145,28 @@ class Fetcher:
             taken = state.buffered[:room]
             state.buffered = state.buffered[room:]
             room -= len(taken)
-            first, end = taken[0][0], taken[-1][0] + 1
-            state.position = end
-            returned.append(Returned(tp, first, end))
+            state.position = taken[-1][0] + 1
+            returned += _by_epoch(tp, taken)
         return returned
 
     def has_buffered(self) -> bool:
         return any(s.buffered and not s.pending_revocation for s in self.assigned.values())
 
 
-def _records_from(batches: tuple[RecordBatch, ...], position: int) -> list[tuple[int, str]]:
-    """(offset, value) of the records at `position` and after, in offset order."""
-    records: list[tuple[int, str]] = []
+def _records_from(batches: tuple[RecordBatch, ...], position: int) -> list[tuple[int, int]]:
+    """(offset, leader epoch) of the records at `position` and after, in offset order."""
+    records: list[tuple[int, int]] = []
     for batch in batches:
-        for i, value in enumerate(batch.values):
-            offset = batch.base_offset + i
-            if offset >= position:
-                records.append((offset, value))
+        records += [(offset, batch.leader_epoch) for offset in range(max(batch.base_offset, position), batch.end_offset)]
     return records
+
+
+def _by_epoch(tp: TopicPartition, records: list[tuple[int, int]]) -> list[Returned]:
+    """Consecutive records as ranges, one per leader epoch."""
+    ranges: list[Returned] = []
+    first = records[0][0]
+    for i, (offset, epoch) in enumerate(records):
+        if i + 1 == len(records) or records[i + 1][1] != epoch:
+            ranges.append(Returned(tp, first, offset + 1, epoch))
+            first = offset + 1
+    return ranges

@@ -49,6 +49,10 @@ def test_run_writes_the_run_directory_and_prints_the_summary_as_json(tmp_path: P
     assert json.loads(rerun.stdout)["events_digest"] == summary["events_digest"]
 
 
+GROUP = '[run]\n"duration.ms" = 3000\n[cluster]\nbrokers = 1\n[broker]\n"offsets.topic.num.partitions" = 1\n[[topics]]\nname = "T"\n[[consumers]]\ntopics = ["T"]\n'
+"""One broker, a topic and a consumer group: add a consumer's settings at the end."""
+
+
 @pytest.mark.parametrize(
     ("files", "args", "expected"),
     [
@@ -123,6 +127,21 @@ def test_run_writes_the_run_directory_and_prints_the_summary_as_json(tmp_path: P
             ["run", "s.toml"],
             "kafkasim: s.toml: [[producers]] #1: delivery.timeout.ms (1000) must be at least linger.ms + request.timeout.ms (0 + 30000)",
         ),
+        (
+            {"s.toml": GROUP + "\"partition.assignment.strategy\" = [\"rnage\"]\n"},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [[consumers]] #1: partition.assignment.strategy: 'rnage' is not one of range, roundrobin, sticky, cooperative-sticky (did you mean 'range'?)",
+        ),
+        (
+            {"s.toml": GROUP + "\"heartbeat.interval.ms\" = 10000\n\"session.timeout.ms\" = 6000\n"},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [[consumers]] #1: heartbeat.interval.ms (10000) must be lower than session.timeout.ms (6000)",
+        ),
+        (
+            {"s.toml": GROUP.replace('topics = ["T"]', 'topics = ["orders"]')},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [[consumers]] #1: topics: 'orders' is not a topic of [[topics]] (defined: T)",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2_no_traceback(
@@ -139,6 +158,42 @@ def test_bad_input_is_one_line_exit_2_no_traceback(
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
     assert (tmp_path / "runs" / "keep.txt").read_text() == "earlier work"
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        (
+            '"session.timeout.ms" = 5000\ncount = 2\n',
+            "kafkasim: s.toml: [[consumers]] #1: session.timeout.ms: 5000 is outside the broker's "
+            "group.min.session.timeout.ms (6000) to group.max.session.timeout.ms (1800000): the coordinator "
+            "answered JoinGroup with INVALID_SESSION_TIMEOUT and consumer-1, consumer-2 stopped\n",
+        ),
+        (
+            '"session.timeout.ms" = 30000\n',
+            "kafkasim: s.toml: [[consumers]] #1: session.timeout.ms: 30000 is outside the broker's "
+            "group.min.session.timeout.ms (6000) to group.max.session.timeout.ms (20000): the coordinator "
+            "answered JoinGroup with INVALID_SESSION_TIMEOUT and consumer-1 stopped\n",
+        ),
+    ],
+)
+def test_a_session_timeout_the_coordinator_refuses_is_one_line_and_exit_2(tmp_path: Path, settings: str, expected: str) -> None:
+    """The coordinator answers the JoinGroup INVALID_SESSION_TIMEOUT, the consumers stop as
+    Kafka's do (the exception is fatal), the run directory keeps what happened, and the user
+    gets one line naming the file, the key, the value and the broker's range, with exit 2."""
+    text = GROUP.replace('"offsets.topic.num.partitions" = 1', '"offsets.topic.num.partitions" = 1\n"group.max.session.timeout.ms" = 20000')
+    (tmp_path / "s.toml").write_text((text if "30000" in settings else GROUP) + settings)
+    result = kafkasim("run", "s.toml", "--out", "run", "--json", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == expected
+    summary = json.loads(result.stdout)
+    stopped = [(f["node"], f["error"]) for f in summary["consumer_failures"]]
+    assert stopped == [(node, "JoinGroup: INVALID_SESSION_TIMEOUT") for node in ("consumer-1", "consumer-2")[: len(stopped)]]
+    assert len(stopped) == ("count = 2" in settings) + 1
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    failed = [e for e in events if e["event"] == "consumer_failed"]
+    assert [(e["node"], e["error"]) for e in failed] == stopped
+    assert json.loads((tmp_path / "run" / "summary.json").read_text()) == summary
 
 
 def test_interrupt_keeps_a_complete_log_and_marks_the_summary(tmp_path: Path) -> None:

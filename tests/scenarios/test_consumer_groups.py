@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from actors.group.placement import partition_for
 from sim.cluster import Cluster
 from sim.scenario import parse_scenario
 
@@ -193,3 +194,229 @@ def test_an_expelled_member_keeps_processing_and_its_late_commit_is_fenced() -> 
     assert checks["duplicates"] > 0
     assert set(checks["duplicates_by_cause"]) == {"expelled_session_timeout"}
     _committed_never_moves_back(events)
+
+
+FAILOVER = """
+[run]
+name = "coordinator-failover"
+"duration.ms" = 30000
+[network]
+"latency.min.ms" = 2
+"latency.max.ms" = 4
+[cluster]
+brokers = 3
+[broker]
+"min.insync.replicas" = 2
+"offsets.topic.num.partitions" = 5
+"zookeeper.session.timeout.ms" = 6000
+[[topics]]
+name = "T"
+partitions = 3
+"replication.factor" = 3
+[[producers]]
+topic = "T"
+acks = "all"
+records = 2000
+"interval.ms" = 10
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+count = 2
+"session.timeout.ms" = 10000
+"auto.commit.interval.ms" = 1000
+"max.poll.records" = 20
+"process.record.ms" = 1
+"auto.offset.reset" = "earliest"
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+"session.timeout.ms" = 10000
+"auto.commit.interval.ms" = 1000
+"max.poll.records" = 20
+"process.record.ms" = 1
+"auto.offset.reset" = "earliest"
+"start.ms" = 10000
+[[faults]]
+kind = "crash"
+node = "broker-3"
+"at.ms" = 10500
+"""
+
+
+def test_a_coordinator_failover_during_a_rebalance_ends_stable_at_a_higher_generation() -> None:
+    """`my-group` hashes to `__consumer_offsets-2` of 5 (`abs(hashCode) % 5`), whose replicas
+    are [3, 1, 2]: broker 3 coordinates it. Consumers 1 and 2 form generation 1; consumer 3
+    joins at 10 s, which starts a rebalance, and broker 3 crashes at 10.5 s with the group
+    PreparingRebalance. When broker 3's ZooKeeper session expires, the controller elects broker
+    1 for the partition (leader epoch 1), and broker 1 loads the group from its last group
+    record (`GroupMetadataManager.loadGroupsAndOffsets`): generation 1, Stable, consumers 1 and
+    2, and every commit broker 3 acknowledged, since each was replicated (acks=-1) before its
+    answer. The rebalance under way is lost: consumer 3's member id is unknown to broker 1, so
+    it joins again from scratch, and the group ends Stable at generation 2 on broker 1, each
+    member starting from the last acknowledged commit of its partition: nothing is processed
+    twice and no invariant breaks."""
+    assert partition_for("my-group", 5) == 2
+    events: list[dict[str, Any]] = []
+    with Cluster(parse_scenario(FAILOVER, "failover.toml")) as cluster:
+        cluster.kernel.observe(events.append)
+        cluster.run(until=lambda: bool(where(events, "group_coordinator_loaded", node="broker-1", partition=2)))
+        loaded = cluster.state("broker-1", "group-coordinator")["groups"]["my-group"]
+        cluster.run_to_end()
+        final = cluster.state("broker-1", "group-coordinator")["groups"]["my-group"]
+        checks = cluster.final_checks()
+        assert cluster.kernel.invariant_violations == []
+    member = {e["node"]: e["member_id"] for e in where(events, "partitions_assigned")}
+    c1, c2, c3 = member["consumer-1"], member["consumer-2"], member["consumer-3"]
+
+    # Before the crash: broker 3 coordinates; generation 1 is stored; consumer 3's join starts
+    # a rebalance that is still under way at 10500.
+    assert {e["coordinator"] for e in where(events, "coordinator_discovered") if e["ts_ms"] < 10_500} == {3}
+    [stored] = where(events, "group_assignment_stored", node="broker-3")
+    assert (stored["generation_id"], stored["assignments"]) == (1, sorted([[c2, ["T-0", "T-1"]], [c1, ["T-2"]]]))
+    states = [(e["ts_ms"], e["state"], e["generation_id"]) for e in where(events, "group_state_changed", node="broker-3")]
+    assert states[-2:] == [(6108, "Stable", 1), (10014, "PreparingRebalance", 1)]
+    [lost_join] = [e["member_id"] for e in where(events, "group_member_added", node="broker-3", generation_id=1)]
+    assert where(events, "node_crashed", target="broker-3")[0]["ts_ms"] == 10_500
+
+    # Every commit acknowledged before the crash, as the consumers were told.
+    acknowledged = _acknowledged(events, before_ms=10_500)
+    assert acknowledged == {"T-0": 152, "T-1": 558, "T-2": 304}
+
+    # Broker 1 takes over and resumes the last stored generation with those offsets.
+    [moved] = where(events, "leader_elected", topic="__consumer_offsets", partition=2, election="offline")
+    assert (moved["ts_ms"], moved["leader"], moved["leader_epoch"], moved["isr"]) == (16_030, 1, 1, [1, 2])
+    [load] = where(events, "group_coordinator_loaded", node="broker-1", partition=2)
+    assert (load["ts_ms"], load["leader_epoch"], load["groups"]) == (16_037, 1, ["my-group"])
+    assert (loaded["state"], loaded["generation_id"], sorted(loaded["members"])) == ("Stable", 1, sorted([c1, c2]))
+    assert loaded["offsets"] == acknowledged
+    assert lost_join != c3 and lost_join not in final["members"]
+
+    # It ends Stable at generation 2 on broker 1, with the three consumers.
+    [started] = where(events, "generation_started", node="broker-1")
+    assert (started["ts_ms"], started["generation_id"], started["members"]) == (16_228, 2, sorted([c1, c2, c3]))
+    assert not [e for e in where(events, "generation_started") if e["generation_id"] > 2]
+    assignment = {m: v["assignment"] for m, v in final["members"].items()}
+    assert (final["state"], final["generation_id"], assignment) == ("Stable", 2, {c1: ["T-1"], c2: ["T-0"], c3: ["T-2"]})
+    assert {e["node"]: e["coordinator"] for e in where(events, "coordinator_discovered")} == dict.fromkeys(["consumer-1", "consumer-2", "consumer-3"], 1)
+
+    # Each new owner starts from the last commit acknowledged before its OffsetFetch: the ones
+    # broker 3 acknowledged, and consumer 2's commits of T-1 on broker 1 (638, then 718).
+    started_at = {f"{e['topic']}-{e['partition']}": (e["ts_ms"], e["offset"]) for e in where(events, "fetch_position_set", generation_id=2)}
+    assert {tp: offset for tp, (_, offset) in started_at.items()} == {"T-0": 152, "T-1": 718, "T-2": 304}
+    for tp, (ts, offset) in started_at.items():
+        assert offset == _acknowledged(events, before_ms=ts)[tp]
+    assert (checks["consumed"], checks["acked"], checks["duplicates"], checks["rebalances"]) == (2000, 2000, 0, 2)
+
+
+def _acknowledged(events: list[dict[str, Any]], before_ms: int) -> dict[str, int]:
+    """The last offset per partition of the commits the consumers were answered NONE for."""
+    sent = {(e["node"], e["commit_id"]): e["offsets"] for e in where(events, "offset_commit_sent")}
+    last: dict[str, int] = {}
+    for e in where(events, "offset_commit_answered", error="NONE"):
+        if e["ts_ms"] < before_ms:
+            for topic, partition, offset in sent[(e["node"], e["commit_id"])]:
+                last[f"{topic}-{partition}"] = offset
+    return last
+
+
+def test_a_commit_sync_that_fails_while_the_coordinator_moves_is_retried_until_it_lands() -> None:
+    """commitSync retries retriable failures until `default.api.timeout.ms`
+    (`commitOffsetsSync`), looking the coordinator up when it is unknown. Broker 3, the
+    coordinator, crashes while commits are in flight: each attempt fails (DISCONNECTED, or
+    COORDINATOR_NOT_AVAILABLE in the client while no coordinator is known) and is sent again
+    after `retry.backoff.ms`, until broker 1 loads the group and accepts it; the application
+    then goes on, and every record is processed exactly once."""
+    sync = FAILOVER.replace('"auto.commit.interval.ms" = 1000', '"enable.auto.commit" = false\ncommit = "sync"')
+    sync = sync[: sync.index("[[consumers]]", sync.index("[[consumers]]") + 1)] + sync[sync.index("[[faults]]") :]
+    events: list[dict[str, Any]] = []
+    with Cluster(parse_scenario(sync, "failover.toml")) as cluster:
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+        checks = cluster.final_checks()
+        assert cluster.kernel.invariant_violations == []
+    sent = {(e["node"], e["commit_id"]): e for e in where(events, "offset_commit_sent", kind="sync")}
+    failed = [e for e in where(events, "offset_commit_answered", kind="sync") if e["error"] != "NONE"]
+    assert {e["error"] for e in failed} == {"DISCONNECTED", "COORDINATOR_NOT_AVAILABLE"}
+    assert failed, "a commitSync was in flight when the coordinator crashed"
+    for node in sorted({e["node"] for e in failed}):
+        retried = [e for e in failed if e["node"] == node]
+        offsets = sent[(node, retried[0]["commit_id"])]["offsets"]
+        assert all(sent[(node, e["commit_id"])]["offsets"] == offsets for e in retried)
+        landings = [
+            e for e in where(events, "offset_commit_answered", node=node, error="NONE")
+            if e["ts_ms"] > retried[-1]["ts_ms"] and sent[(node, e["commit_id"])]["offsets"] == offsets
+        ]
+        assert landings, f"{node}'s commitSync of {offsets} never lands"
+        landed = landings[0]
+        accepted = where(events, "offset_commit_completed", node="broker-1", error="NONE", offsets=offsets)
+        assert accepted and accepted[0]["ts_ms"] < landed["ts_ms"]
+        assert landed["ts_ms"] - sent[(node, retried[0]["commit_id"])]["ts_ms"] < 60_000
+        assert [e for e in where(events, "records_processed", node=node) if e["ts_ms"] > landed["ts_ms"]]
+    assert (checks["consumed"], checks["acked"], checks["duplicates"]) == (2000, 2000, 0)
+
+
+COOPERATIVE = """
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+count = 2
+"session.timeout.ms" = 10000
+"partition.assignment.strategy" = ["cooperative-sticky"]
+"max.poll.records" = 20
+"process.record.ms" = 5
+"auto.offset.reset" = "earliest"
+{commits}
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+"session.timeout.ms" = 10000
+"partition.assignment.strategy" = ["cooperative-sticky"]
+"max.poll.records" = 20
+"process.record.ms" = 5
+"auto.offset.reset" = "earliest"
+"start.ms" = 12000
+{commits}
+"""
+
+
+@pytest.mark.parametrize(
+    ("commits", "causes"),
+    [
+        ('"enable.auto.commit" = false\ncommit = "on_revoke"', set()),
+        ('"enable.auto.commit" = true', {"cooperative_revocation_gap"}),
+    ],
+)
+def test_a_cooperative_revocation_is_committed_only_by_the_listener(commits: str, causes: set[str]) -> None:
+    """KIP-429: a third member joins a group of two that share T's four partitions, and the
+    cooperative-sticky assignor moves one of consumer 2's partitions to it in two rebalances,
+    revoking it with no auto-commit. Consumer 1's slow processing holds the first rebalance
+    open for 2 s, while consumer 2 keeps processing the partition it is about to lose. A
+    listener that commits in `onPartitionsRevoked` hands it over at consumer 2's position, so
+    nothing is processed twice; with auto-commit alone, what consumer 2 processed after its
+    commit before the rebalance is processed again by the new owner
+    (`cooperative_revocation_gap`)."""
+    stall = '\n[[faults]]\nkind = "stall"\nnode = "consumer-1"\n"at.ms" = 11900\n"duration.ms" = 2000\n'
+    events, checks = run(scenario(COOPERATIVE.format(commits=commits), stall, records=3000, duration=40_000))
+    [revoked] = where(events, "partitions_revoked", reason="cooperative")
+    [moved] = revoked["partitions"]
+    [(taken_by, start)] = [
+        (e["node"], e["offset"])
+        for e in where(events, "fetch_position_set", node="consumer-3")
+        if f"{e['topic']}-{e['partition']}" == moved
+    ]
+    assert taken_by == "consumer-3"
+    if not causes:
+        sent = {e["commit_id"]: e for e in where(events, "offset_commit_sent", node=revoked["node"], kind="revoke")}
+        [answer] = [e for e in where(events, "offset_commit_answered", node=revoked["node"], kind="revoke") if e["commit_id"] in sent]
+        [(topic, partition, offset)] = sent[answer["commit_id"]]["offsets"]
+        assert (f"{topic}-{partition}", answer["error"], answer["ts_ms"]) == (moved, "NONE", revoked["ts_ms"])
+        processed = max(e["end_offset"] for e in where(events, "records_processed", node=revoked["node"]) if f"{e['topic']}-{e['partition']}" == moved)
+        assert start == offset == processed
+    else:
+        commits = [e for e in where(events, "offset_commit_sent", node=revoked["node"], kind="join_prepare") if e["ts_ms"] < revoked["ts_ms"]]
+        committed = {f"{t}-{p}": o for t, p, o in commits[-1]["offsets"]}[moved]
+        processed = max(e["end_offset"] for e in where(events, "records_processed", node=revoked["node"]) if f"{e['topic']}-{e['partition']}" == moved)
+        assert start == committed < processed
+        assert checks["duplicates"] == processed - committed
+    assert set(checks["duplicates_by_cause"]) == causes
+    assert checks["consumed"] == checks["acked"] + checks["duplicates"] == 3000 + checks["duplicates"]

@@ -213,3 +213,51 @@ def test_a_default_delivery_timeout_rises_to_linger_plus_request_timeout() -> No
     s = parse_scenario(P + '"request.timeout.ms" = 200000\n"linger.ms" = 10\n', "s.toml")
     assert s.producers[0]["delivery.timeout.ms"] == 200010
     assert parse_scenario(P, "s.toml").producers[0]["delivery.timeout.ms"] == 120000
+
+
+C = KAFKA + '[[consumers]]\ntopics = ["T"]\n'
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (
+            '"partition.assignment.strategy" = ["rnage"]\n',
+            "s.toml: [[consumers]] #1: partition.assignment.strategy: 'rnage' is not one of range, roundrobin, sticky, cooperative-sticky (did you mean 'range'?)",
+        ),
+        (
+            '"partition.assignment.strategy" = ["range", "cooperative-stiky"]\n',
+            "s.toml: [[consumers]] #1: partition.assignment.strategy: 'cooperative-stiky' is not one of range, roundrobin, sticky, cooperative-sticky (did you mean 'cooperative-sticky'?)",
+        ),
+        (
+            '"partition.assignment.strategy" = []\n',
+            "s.toml: [[consumers]] #1: partition.assignment.strategy: names no assignor (valid: range, roundrobin, sticky, cooperative-sticky)",
+        ),
+        (
+            '"heartbeat.interval.ms" = 3000\n"session.timeout.ms" = 3000\n',
+            "s.toml: [[consumers]] #1: heartbeat.interval.ms (3000) must be lower than session.timeout.ms (3000)",
+        ),
+        (
+            '"heartbeat.interval.ms" = 50000\n',
+            "s.toml: [[consumers]] #1: heartbeat.interval.ms (50000) must be lower than session.timeout.ms (45000)",
+        ),
+        ('topics = ["T", "X"]\n', "s.toml: [[consumers]] #1: topics: 'X' is not a topic of [[topics]] (defined: T)"),
+        ('topics = ["__consumer_offsets"]\n', "s.toml: [[consumers]] #1: topics: '__consumer_offsets' is not a topic of [[topics]] (defined: T)"),
+        ("topics = []\n", "s.toml: [[consumers]] #1: topics: a consumer needs at least one topic"),
+        ('"session.timeout.ms" = 0\n', "s.toml: [[consumers]] #1: session.timeout.ms: must be at least 1, got 0"),
+    ],
+)
+def test_consumer_mistakes(extra: str, expected: str) -> None:
+    """Kafka's client-side checks (`ConsumerConfig`, the `Heartbeat` and `ConsumerCoordinator`
+    constructors) and the subscription's topics: one sentence each, naming the setting and
+    the value. A session timeout outside the broker's range is the coordinator's to refuse
+    (tests/cli)."""
+    text = C.replace('topics = ["T"]\n', extra) if extra.startswith("topics") else C + extra
+    assert _error(text) == expected
+
+
+def test_a_session_timeout_outside_the_brokers_range_is_not_a_load_error() -> None:
+    """The broker's group.min.session.timeout.ms and group.max.session.timeout.ms are the
+    coordinator's to apply, at JoinGroup (INVALID_SESSION_TIMEOUT)."""
+    s = parse_scenario(C + '"session.timeout.ms" = 5000\n', "s.toml")
+    assert (s.consumers[0]["session.timeout.ms"], s.get("broker", "group.min.session.timeout.ms")) == (5000, 6000)

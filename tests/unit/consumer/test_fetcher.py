@@ -54,9 +54,19 @@ def test_poll_returns_at_most_max_poll_records_and_moves_the_positions() -> None
     f.seek(T1, 20)
     f.on_fetched({T0: 10}, _answer(T0, 10, 4))
     f.on_fetched({T1: 20}, _answer(T1, 20, 4))
-    assert f.collect(6) == [Returned(T0, 10, 14), Returned(T1, 20, 22)]
+    assert f.collect(6) == [Returned(T0, 10, 14, 3), Returned(T1, 20, 22, 3)]
     assert f.all_consumed() == {T0: (14, -1), T1: (22, -1)}
-    assert f.collect(6) == [Returned(T1, 22, 24)]
+    assert f.collect(6) == [Returned(T1, 22, 24, 3)]
+
+
+def test_a_poll_returns_one_range_per_leader_epoch() -> None:
+    """Records of one partition written in two leader epochs come back as two ranges, so the
+    log tells a record from one written at the same offset after a truncation."""
+    f = _fetcher()
+    f.seek(T0, 10)
+    batches = (RecordBatch(8, 3, ("producer-1:8", "producer-1:9", "producer-1:10")), RecordBatch(11, 5, ("producer-1:30", "producer-1:31")))
+    f.on_fetched({T0: 10}, FetchedPartition("T", 0, ErrorCode.NONE, 13, batches))
+    assert f.collect(10) == [Returned(T0, 10, 11, 3), Returned(T0, 11, 13, 5)]
 
 
 def test_data_for_an_old_position_or_a_partition_pending_revocation_is_dropped() -> None:

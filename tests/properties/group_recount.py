@@ -1,0 +1,189 @@
+"""A recount of a run's consumed duplicates from its `events.jsonl` alone.
+
+It reads only fields that docs/log-schema.md documents and shares no code with `sim/groups.py`,
+whose figures `summary.json` reports: the two are written separately from Kafka's rules, so a
+mistake in either shows as a disagreement.
+
+The rules (Kafka's at-least-once delivery, as the summary's `duplicates_by_cause` documents them):
+- A record is a (group, topic-partition, offset) written in one leader epoch: one leader
+  writes an offset once in its epoch (KIP-101), so a record written at the same offset after a
+  truncation has a later epoch and is another record. Every processing of a record after the
+  first is one duplicate; `records_processed` gives the processings.
+- A *hold* is one consumer's ownership of one partition: from the `partitions_assigned` that gave
+  it (or a position reset, which starts reading again) to the first event that ends it. That
+  event fixes the hold's label, and later events do not change it:
+
+  | the first event that ends the hold | label |
+  | --- | --- |
+  | `node_crashed` of the consumer's node | `crash_before_commit` |
+  | `group_member_removed` of its member for `session_timeout` | `expelled_session_timeout` |
+  | `group_member_removed` of its member for `not_rejoined` (the rebalance timeout is `max.poll.interval.ms`) | `poll_interval_exceeded` |
+  | `poll_timeout_expired` on the consumer (static member: no rebalance) | `poll_interval_exceeded` (`static_poll_timeout_self_replay`) |
+  | `partitions_revoked` or `partitions_lost` for `unsubscribe` | `unsubscribe_without_commit` |
+  | a revocation or loss after the member's last commit failed for its coordinator (moved, unknown or unreachable) | `coordinator_failover` |
+  | a revocation or loss after the member's last commit failed otherwise (rejected, fenced, refused in the client) | `commit_failed_or_fenced` |
+  | a cooperative revocation with auto-commit and no commit in `onPartitionsRevoked` (KIP-429: auto-commit does not commit before it) | `cooperative_revocation_gap` |
+  | a revocation (eager or cooperative) with manual commits and none in `onPartitionsRevoked` | `revoked_without_commit` |
+  | any other revocation or loss | `commit_failed_or_fenced` |
+  | `generation_started` without its member, no removal logged (a new coordinator loaded the group without it) | `coordinator_failover` |
+  | a position reset (`fetch_position_set` not from a committed offset) | `log_truncation_or_reset` |
+
+  Where several rows hold at once, the first wins.
+- A duplicate takes the label of the hold that processed the record before, once that hold has
+  ended. If it has not (two holds process the partition at once), the one processing now is a
+  zombie, a member whose ownership ended while it went on processing, and the duplicate takes
+  the label that made it one. A duplicate neither explains is counted as `unexplained`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+__all__ = ["Recount", "recount", "recount_file"]
+
+COORDINATOR_FAILURES = frozenset(
+    {"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "DISCONNECTED", "TIMEOUT"}
+)
+"""Commit outcomes that say the coordinator was gone: its broker's errors when the group's
+partition moved or is loading, and the client's when its connection failed
+(`ConsumerCoordinator.OffsetCommitResponseHandler`, `markCoordinatorUnknown`)."""
+
+
+REMOVALS = {"session_timeout": "expelled_session_timeout", "not_rejoined": "poll_interval_exceeded"}
+"""A coordinator's removal of a member that still holds partitions: its session expired, or it
+did not rejoin within the rebalance timeout, which is its `max.poll.interval.ms` (a dynamic
+member whose processing outlasted it; static members are not removed so)."""
+
+
+@dataclass(slots=True)
+class Hold:
+    node: str
+    member_id: str
+    label: str | None = None
+
+
+@dataclass(slots=True)
+class Consumer:
+    """One consumer process, from its `consumer_started`."""
+
+    group: str
+    auto_commit: bool
+    listener_commits: bool
+    """`commit = on_revoke`: `onPartitionsRevoked` commits what it gives up."""
+    holds: dict[str, Hold] = field(default_factory=dict)
+    last_commit_error: str = "NONE"
+
+
+@dataclass(slots=True)
+class Recount:
+    consumed: int = 0
+    duplicates: int = 0
+    by_cause: dict[str, int] = field(default_factory=dict)
+
+    def count(self, label: str) -> None:
+        self.duplicates += 1
+        self.by_cause[label] = self.by_cause.get(label, 0) + 1
+
+
+def recount_file(path: Path) -> Recount:
+    with path.open("rb") as lines:
+        return recount(orjson.loads(line) for line in lines)
+
+
+def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
+    """Consumed records and duplicates by cause, from the events in log order."""
+    consumers: dict[str, Consumer] = {}
+    last: dict[tuple[str, str, int], tuple[int, Hold]] = {}
+    """(group, partition, offset) -> the leader epoch its record was written in, and the hold
+    that processed it last."""
+    result = Recount()
+    for e in events:
+        name = e["event"]
+        if name == "consumer_started":
+            consumers[e["node"]] = Consumer(e["group_id"], e["enable_auto_commit"], e["commit"] == "on_revoke")
+            continue
+        if name == "node_crashed":
+            crashed = consumers.get(e["target"])
+            if crashed is not None:
+                _end_all(crashed.holds.values(), "crash_before_commit")
+                crashed.holds.clear()
+            continue
+        if name == "generation_started":
+            # Still holding partitions, yet not in the new generation, with no removal logged:
+            # the coordinator that formed it never knew the member (it loaded the group without it).
+            for c in consumers.values():
+                if c.group == e["group_id"]:
+                    _end_all((h for h in c.holds.values() if h.member_id not in e["members"]), "coordinator_failover")
+            continue
+        if name == "group_member_removed":
+            label = REMOVALS.get(e["reason"])
+            if label is not None:
+                for c in consumers.values():
+                    if c.group == e["group_id"]:
+                        _end_all((h for h in c.holds.values() if h.member_id == e["member_id"]), label)
+            continue
+        consumer = consumers.get(e["node"])
+        if consumer is None:
+            continue
+        if name == "partitions_assigned":
+            for tp in e["partitions"]:
+                consumer.holds[tp] = Hold(e["node"], e["member_id"])
+        elif name in ("partitions_revoked", "partitions_lost"):
+            label = _release_label(consumer, name, e["reason"])
+            for tp in e["partitions"]:
+                hold = consumer.holds.pop(tp, None)
+                if hold is not None:
+                    _end_all((hold,), label)
+        elif name == "poll_timeout_expired":
+            label = "static_poll_timeout_self_replay" if e["static"] else "poll_interval_exceeded"
+            _end_all(consumer.holds.values(), label)
+        elif name == "offset_commit_answered":
+            consumer.last_commit_error = e["error"]
+        elif name == "fetch_position_set" and e["source"] != "committed":
+            tp = f"{e['topic']}-{e['partition']}"
+            hold = consumer.holds.get(tp)
+            if hold is not None:
+                _end_all((hold,), "log_truncation_or_reset")
+                consumer.holds[tp] = Hold(e["node"], hold.member_id)
+        elif name == "records_processed":
+            tp = f"{e['topic']}-{e['partition']}"
+            hold = consumer.holds.get(tp)
+            if hold is None:
+                hold = consumer.holds[tp] = Hold(e["node"], e["member_id"])
+            record = e["leader_epoch"]
+            for offset in range(e["first_offset"], e["end_offset"]):
+                key = (e["group_id"], tp, offset)
+                epoch, earlier = last.get(key, (None, None))
+                if earlier is not None and epoch == record:
+                    result.count(earlier.label or hold.label or "unexplained")
+                last[key] = (record, hold)
+            result.consumed += e["end_offset"] - e["first_offset"]
+    return result
+
+
+def _end_all(holds: Iterable[Hold], label: str) -> None:
+    for hold in holds:
+        if hold.label is None:
+            hold.label = label
+
+
+def _release_label(consumer: Consumer, event: str, reason: str) -> str:
+    """The label of a revocation or loss, by the first row of the table that holds."""
+    error = consumer.last_commit_error
+    if reason == "unsubscribe":
+        return "unsubscribe_without_commit"
+    if error in COORDINATOR_FAILURES:
+        return "coordinator_failover"
+    if error != "NONE":
+        return "commit_failed_or_fenced"
+    revoked_without_listener = event == "partitions_revoked" and not consumer.listener_commits
+    if revoked_without_listener and consumer.auto_commit and reason == "cooperative":
+        return "cooperative_revocation_gap"
+    if revoked_without_listener and not consumer.auto_commit:
+        return "revoked_without_commit"
+    return "commit_failed_or_fenced"
