@@ -88,7 +88,8 @@ def _read_partition(
 ) -> tuple[FetchedPartition, Partition | None]:
     """`readFromLocalLog` for one partition: the answer, and the partition it was read from
     (None after an error or a diverging epoch). Called for every partition of every fetch."""
-    partition = b.state.partitions.get((fp.topic, fp.partition))  # type: ignore[call-overload]  # a TopicPartition is its tuple
+    # A TopicPartition is a tuple: the plain tuple finds it without building one per partition.
+    partition = b.state.partitions.get((fp.topic, fp.partition))  # type: ignore[call-overload]
     if partition is None:
         return _error(fp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
     if partition.role is not Role.LEADER:
@@ -107,7 +108,7 @@ def _read_partition(
         return _error(fp, ErrorCode.OFFSET_OUT_OF_RANGE, hw), None
     # Followers read to the LEO; consumers (read_uncommitted) to the HW.
     bound = end if replica_id >= 0 else hw
-    batches = log.read(fp.fetch_offset, bound, fp.partition_max_bytes) if fp.fetch_offset < bound else ()
+    batches = log.read(fp.fetch_offset, bound, fp.partition_max_bytes)
     return FetchedPartition(fp.topic, fp.partition, ErrorCode.NONE, hw, batches), partition
 
 
@@ -206,7 +207,9 @@ def complete_fetch(b: Broker, out: Out, op_id: int) -> None:
     out.reply(op.inbound, FetchResponse(_session_answers(b, op.request, answers)))
 
 
-def _session_answers(b: Broker, req: FetchRequest, answers: list[FetchedPartition]) -> tuple[FetchedPartition, ...]:
+def _session_answers(
+    b: Broker, req: FetchRequest, answers: list[FetchedPartition]
+) -> tuple[FetchedPartition, ...]:
     """KIP-227's `IncrementalFetchContext`: a follower's request in a session it opened earlier
     is answered with only the partitions that carry records, an error, a diverging epoch or a
     HW other than the one last sent in the session (`CachedPartition.maybeUpdateResponseData`).

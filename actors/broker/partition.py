@@ -95,7 +95,9 @@ class Partition:
             self.followers = {
                 r: reset_for_new_leader(r in isr, now_ms)
                 if not was_leader or r not in self.followers
-                else self.followers[r]._replace(last_caught_up_time_ms=now_ms if r in isr else NEVER_MS)
+                else self.followers[r]._replace(
+                    last_caught_up_time_ms=now_ms if r in isr else NEVER_MS
+                )
                 for r in sorted(replicas)
                 if r != me
             }
