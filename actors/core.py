@@ -25,6 +25,7 @@ __all__ = [
     "Command",
     "Ctx",
     "Emit",
+    "Exit",
     "Flush",
     "Inbound",
     "Out",
@@ -108,8 +109,14 @@ class Flush:
     file: str
 
 
+@dataclass(frozen=True, slots=True)
+class Exit:
+    """The process exits on purpose, once this window's sends and writes are out: every actor
+    of the node stops and its connections close, as after a crash; the disk keeps everything."""
+
+
 DiskCommand = Append | Truncate | WriteFile | Flush
-Command = Send | SetTimer | CancelTimer | Emit | DiskCommand
+Command = Send | SetTimer | CancelTimer | Emit | DiskCommand | Exit
 
 
 class Out(list[Command]):
@@ -142,6 +149,9 @@ class Out(list[Command]):
 
     def flush(self, file: str) -> None:
         self.append(Flush(file))
+
+    def exit(self) -> None:
+        self.append(Exit())
 
 
 class Inbound(NamedTuple):

@@ -30,6 +30,7 @@ from actors.core import (
     CancelTimer,
     Ctx,
     Emit,
+    Exit,
     Flush,
     Inbound,
     Out,
@@ -80,6 +81,8 @@ class WindowResult:
     delivered: int = 0
     timers: int = 0
     rejected: int = 0
+    exited: int | None = None
+    """When the actor's process exited on purpose (`Out.exit`), if it did."""
 
 
 class HandlerError(Exception):
@@ -207,6 +210,8 @@ class ActorRuntime:
                     self._timer_dropped()
             elif kind in _DISK_COMMANDS:
                 self._result.disk.append(command)
+            elif kind is Exit:
+                self._result.exited = self.now_ms
             else:
                 msg = f"unknown command {command!r}"
                 raise TypeError(msg)

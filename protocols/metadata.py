@@ -1,6 +1,6 @@
 """The controller's other requests and the clients' view of the cluster: UpdateMetadata,
-StopReplica and Metadata; and the two messages between a broker's replica manager and the
-ZooKeeper client on its own node.
+StopReplica, ControlledShutdown and Metadata; the messages between a broker's replica manager
+and the ZooKeeper client on its own node; and the operator's signal that stops a broker.
 
 UpdateMetadata fills every broker's metadata cache (`MetadataCache`); clients read that cache
 with Metadata. Field names are Kafka's (`offline_replicas`, `zk_version`, `delete_partition`).
@@ -75,6 +75,33 @@ class StopReplicaRequest:
     partitions: tuple[StopReplicaPartition, ...]
 
 
+# --------------------------------------------------------------------------- ControlledShutdown (7)
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class RemainingPartition:
+    topic: str
+    partition: int
+
+
+@message(ApiKey.CONTROLLED_SHUTDOWN, kind=Kind.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownResponse:
+    error_code: ErrorCode
+    remaining_partitions: tuple[RemainingPartition, ...] = ()
+    """The partitions the broker still leads: no other live replica of the ISR could take them."""
+
+
+@message(ApiKey.CONTROLLED_SHUTDOWN, kind=Kind.REQUEST, response=ControlledShutdownResponse)
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownRequest:
+    """A stopping broker asks the controller to move its leaderships (`KafkaServer.controlledShutdown`)."""
+
+    broker_id: int
+    broker_epoch: int
+
+
 # --------------------------------------------------------------------------- Metadata (3)
 
 
@@ -140,3 +167,18 @@ class IsrUpdateRequest:
     isr: tuple[int, ...]
     controller_epoch: int
     zk_version: int
+
+
+@message(SimKey.SHUTDOWN_SIGNAL, kind=Kind.ONE_WAY)
+@dataclass(frozen=True, slots=True)
+class ShutdownSignal:
+    """The operator stops a broker (SIGTERM, then `KafkaServer.shutdown`). The node's ZooKeeper
+    client runs the controlled shutdown, then hands the signal to the replica manager, which
+    checkpoints and exits. `exit_after_ms`: the process exits no earlier than this long after
+    the signal (the rest of the shutdown sequence), answering requests until then."""
+
+    exit_after_ms: int = 0
+
+    @property
+    def action(self) -> str:
+        return "shutdown"

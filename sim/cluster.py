@@ -154,6 +154,11 @@ class Cluster:
     def restart(self, node: str) -> None:
         self.inject(Fault("restart", node=node))
 
+    def shutdown(self, node: str, *, exit_after_ms: int = 0, restart_after_ms: int | None = None) -> None:
+        """Stop a broker as an operator does: a controlled shutdown (with
+        `controlled.shutdown.enable`), then the process exits; optionally it restarts later."""
+        self.inject(Fault("shutdown", node=node, exit_after_ms=exit_after_ms, restart_after_ms=restart_after_ms))
+
     def pause(self, node: str, duration_ms: int) -> None:
         self.inject(Fault("pause", node=node, duration_ms=duration_ms))
 
@@ -391,6 +396,9 @@ def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = 
                 session_timeout_ms=settings["zookeeper.session.timeout.ms"],
                 settings=controller_settings,
                 replica_manager=config.address,
+                controlled_shutdown_enable=settings["controlled.shutdown.enable"],
+                controlled_shutdown_max_retries=settings["controlled.shutdown.max.retries"],
+                controlled_shutdown_retry_backoff_ms=settings["controlled.shutdown.retry.backoff.ms"],
             )
             actors.append(ActorSpec(CONTROLLER_ACTOR, lambda c=candidate: Controller(c)))
         specs.append(NodeSpec(f"broker-{b}", tuple(actors)))

@@ -13,6 +13,7 @@ from typing import Any
 
 from actors.core import Address
 from protocols.application import APPLICATION_ACTIONS, ApplicationCall
+from protocols.metadata import ShutdownSignal
 from sim.disk import CrashKind
 from sim.kernel import Kernel
 from sim.network import FaultKind, LinkFault
@@ -34,6 +35,7 @@ class Fault:
     node: str | None = None
     crash_kind: CrashKind = CrashKind.PROCESS
     restart_after_ms: int | None = None
+    exit_after_ms: int = 0
     duration_ms: int | None = None
     side_a: tuple[str, ...] = ()
     side_b: tuple[str, ...] = ()
@@ -58,6 +60,7 @@ def fault_from_scenario(entry: dict[str, Any]) -> Fault:
         node=entry.get("node"),
         crash_kind=CrashKind(entry.get("crash.kind", "process")),
         restart_after_ms=entry.get("restart.after.ms"),
+        exit_after_ms=entry.get("exit.after.ms") or 0,
         duration_ms=entry.get("duration.ms"),
         side_a=tuple(between[0]),
         side_b=tuple(between[1]),
@@ -76,6 +79,9 @@ def check_fault(fault: Fault, nodes: list[str], where: str) -> None:
             known = ", ".join(nodes)
             msg = f"{where}: no node named {name!r} (the nodes are {known})"
             raise FaultError(msg)
+    if fault.kind == "shutdown" and not (fault.node or "").startswith("broker-"):
+        msg = f"{where}: node: a shutdown stops a broker, got {fault.node!r}"
+        raise FaultError(msg)
 
 
 def schedule_fault(kernel: Kernel, fault: Fault) -> None:
@@ -91,6 +97,9 @@ def schedule_fault(kernel: Kernel, fault: Fault) -> None:
     elif kind == "restart":
         node = _node(fault)
         kernel.schedule(at, f"restart {node}", lambda: kernel.restart(node))
+    elif kind == "shutdown":
+        node = _node(fault)
+        kernel.schedule(at, f"shutdown {node}", lambda: _shut_down(kernel, node, fault))
     elif kind == "pause":
         node = _node(fault)
         duration = fault.duration_ms or 0
@@ -117,6 +126,16 @@ def schedule_fault(kernel: Kernel, fault: Fault) -> None:
             delay_ms=fault.delay_ms,
         )
         kernel.schedule(at, f"{kind} fault", lambda: kernel.add_link_fault(link))
+
+
+def _shut_down(kernel: Kernel, node: str, fault: Fault) -> None:
+    """The operator's signal goes to the broker's ZooKeeper client, which runs the controlled
+    shutdown; without a controller (static metadata), to the replica manager, which exits."""
+    if fault.restart_after_ms is not None:
+        kernel.restart_after_exit(node, fault.restart_after_ms)
+    signal = ShutdownSignal(fault.exit_after_ms)
+    if not kernel.tell(Address(node, "controller"), signal) and not kernel.tell(Address(node, "broker"), signal):
+        kernel.emit("application_call_ignored", target=node, action=signal.action)
 
 
 def _tell(kernel: Kernel, target: Address, call: ApplicationCall) -> None:

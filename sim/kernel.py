@@ -94,6 +94,7 @@ class _Node:
     """Its process crashed but its machine is up: connections to it are refused."""
     peers: set[Address] = field(default_factory=set)
     """The actors elsewhere that sent to this node since it started: its open connections."""
+    restart_after_exit_ms: int | None = None
 
 
 class SimulationFailed(Exception):
@@ -212,6 +213,23 @@ class Kernel:
             self._run_kernel_events(self.now_ms)
 
     def crash(self, node: str, kind: CrashKind = CrashKind.PROCESS) -> None:
+        self._take_down(node, kind, self.now_ms, "node_crashed")
+
+    def restart_after_exit(self, node: str, after_ms: int) -> None:
+        """Restart `node` `after_ms` after its process next exits on its own (a broker's
+        shutdown, whose end depends on the controller's answers)."""
+        self._node(node).restart_after_exit_ms = after_ms
+
+    def _exited(self, node: str, ts_ms: int) -> None:
+        """A process exited on purpose (`Out.exit`): down as after a process crash, logged as
+        a stop."""
+        state = self._node(node)
+        self._take_down(node, CrashKind.PROCESS, ts_ms, "node_stopped")
+        after, state.restart_after_exit_ms = state.restart_after_exit_ms, None
+        if after is not None:
+            self.schedule(ts_ms + after, f"restart {node}", lambda: self.restart(node))
+
+    def _take_down(self, node: str, kind: CrashKind, ts_ms: int, event: str) -> None:
         state = self._node(node)
         if not state.up:
             return
@@ -225,15 +243,16 @@ class Kernel:
         state.paused_until = 0
         state.disk.crash(kind)
         self.network.reset_node(node, self.nodes)
-        self._kernel_emit(self.now_ms, "node_crashed", target=node, kind=str(kind))
+        if event == "node_crashed":
+            self._kernel_emit(ts_ms, event, target=node, kind=str(kind))
+        else:
+            self._kernel_emit(ts_ms, event, target=node)
         peers, state.peers = sorted(state.peers), set()
         state.refusing = kind is CrashKind.PROCESS
         if state.refusing:
-            told = [peer for peer in peers if self._disconnect(self.now_ms, node, peer)]
+            told = [peer for peer in peers if self._disconnect(ts_ms, node, peer)]
             if told:
-                self._kernel_emit(
-                    self.now_ms, "connections_closed", target=node, peers=[str(a) for a in told]
-                )
+                self._kernel_emit(ts_ms, "connections_closed", target=node, peers=[str(a) for a in told])
 
     def restart(self, node: str) -> None:
         state = self._node(node)
@@ -457,6 +476,9 @@ class Kernel:
                 disk.apply(command)
             self._set_next_timer(address, result.next_timer_ms)
         self._write(_merged([kernel_lines, self._log.take(), *[r.lines for _, r in results]], _line_ts))
+        for address, result in results:
+            if result.exited is not None:
+                self._exited(address.node, result.exited)
 
     def _route(self, results: list[tuple[Address, WindowResult]]) -> None:
         """Hand every send to the network in (time, sender, sequence) order."""

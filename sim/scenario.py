@@ -128,6 +128,8 @@ SECTIONS: dict[str, tuple[Setting, ...]] = {
         _s("group.min.session.timeout.ms", int, 6000, low=0),
         _s("group.max.session.timeout.ms", int, None, low=0, profile_default="group.max.session.timeout.ms"),
         _s("controlled.shutdown.enable", bool, True, doc="a stopping broker first moves its leaderships"),
+        _s("controlled.shutdown.max.retries", int, 3, low=1),
+        _s("controlled.shutdown.retry.backoff.ms", int, 5000, low=0),
     ),
     "workload": (
         _s("kind", str, "gossip", choices=("gossip",)),
@@ -142,6 +144,7 @@ SECTIONS: dict[str, tuple[Setting, ...]] = {
 FAULT_KINDS = (
     "crash",
     "restart",
+    "shutdown",
     "pause",
     "partition",
     "heal",
@@ -170,6 +173,11 @@ FAULT_SETTINGS: dict[str, tuple[Setting, ...]] = {
         _s("restart.after.ms", int, None, low=1),
     ),
     "restart": (_s("node", str, required=True),),
+    "shutdown": (
+        _s("node", str, required=True, doc="a broker: the operator stops it (a controlled shutdown first)"),
+        _s("exit.after.ms", int, 0, low=0, doc="the process exits no earlier than this after the signal"),
+        _s("restart.after.ms", int, None, low=1, doc="restart this long after the process exits"),
+    ),
     "pause": (_s("node", str, required=True), _s("duration.ms", int, None, low=1, required=True)),
     "partition": (
         _s("isolate", _NODES, [], doc="cut these nodes off from all the others"),

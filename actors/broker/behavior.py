@@ -16,7 +16,7 @@ from typing import Any
 from actors.broker import follower, groups, leader, produce
 from actors.broker.config import GROUP_COORDINATOR_ACTOR, BrokerConfig
 from actors.broker.partition import Partition
-from actors.broker.partition_log import PartitionLog, partitions_on_disk
+from actors.broker.partition_log import PartitionLog, log_file, partitions_on_disk
 from actors.broker.state import BrokerState
 from actors.core import Address, Ctx, Inbound, Out
 from protocols.connection import Disconnected
@@ -29,6 +29,7 @@ from protocols.metadata import (
     MetadataPartition,
     MetadataRequest,
     MetadataResponse,
+    ShutdownSignal,
     StopReplicaRequest,
     StopReplicaResponse,
     UpdateMetadataPartition,
@@ -156,6 +157,8 @@ class Broker:
                 unprocessed, self.state.unprocessed = self.state.unprocessed, []
                 for waiting in unprocessed:
                     self._receive(ctx, out, waiting)
+            case ShutdownSignal():
+                self._shut_down(out)
             case Disconnected(peer):
                 if peer.startswith("broker-"):
                     follower.disconnected(self, ctx, out, broker_id_of(inbound.src))
@@ -284,6 +287,15 @@ class Broker:
                 out.emit("replica_stopped", topic=p.topic, partition=p.partition, leader_epoch=p.leader_epoch)
                 groups.replica_stopped(self, out, tp, p.leader_epoch)
         out.reply(inbound, StopReplicaResponse(error))
+
+    def _shut_down(self, out: Out) -> None:
+        """The end of `KafkaServer.shutdown`, after the controlled shutdown: the replica manager
+        checkpoints every HW, the log manager flushes every log, and the process exits."""
+        for tp in sorted(self.state.partitions):
+            self.state.partitions[tp].log.checkpoint_high_watermark(out)
+            out.flush(log_file(tp))
+        out.emit("broker_stopped", broker_id=self.config.broker_id)
+        out.exit()
 
     def _on_metadata(self, out: Out, inbound: Inbound, req: MetadataRequest) -> None:
         """Answer from the metadata cache: each partition's leader, epoch, replicas and ISR."""

@@ -563,6 +563,13 @@ class Consumer:
             )
             m.sync_in_flight = self._send_to_coordinator(out, "sync", request)
             return
+        out.emit(
+            "join_group_failed",
+            group_id=cfg.group_id,
+            member_id=m.member_id,
+            error=error.name,
+            assigned_member_id=resp.member_id,
+        )
         if error is ErrorCode.MEMBER_ID_REQUIRED:
             m.member_id = resp.member_id  # KIP-394: join again with it, in the next poll()
         elif error is ErrorCode.UNKNOWN_MEMBER_ID:
@@ -570,7 +577,7 @@ class Consumer:
         elif error is ErrorCode.ILLEGAL_GENERATION:
             m.reset_generation(keep_member_id=cfg.keep_member_id_on_illegal_generation)
         elif error in _COORDINATOR_ERRORS:
-            self._coordinator_unknown(out, error.name)
+            self._coordinator_unknown(out, error.name, "JoinGroup")
         elif error in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.REBALANCE_IN_PROGRESS):
             m.join_backoff_until = self.now_ms + cfg.retry_backoff_ms
         else:
@@ -623,7 +630,7 @@ class Consumer:
                 return
             m.reset_generation()
         elif error in _COORDINATOR_ERRORS:
-            self._coordinator_unknown(out, error.name)
+            self._coordinator_unknown(out, error.name, "SyncGroup")
             m.state = MemberState.UNJOINED
         else:
             m.state = MemberState.UNJOINED
@@ -685,9 +692,11 @@ class Consumer:
                 return
             keep = error is ErrorCode.ILLEGAL_GENERATION and cfg.keep_member_id_on_illegal_generation
             self._reset(out, error.name, keep_member_id=keep)
-        elif error in _COORDINATOR_ERRORS:
-            self._coordinator_unknown(out, error.name)
         elif error is not ErrorCode.NONE and error is not ErrorCode.REBALANCE_IN_PROGRESS:
+            # `Heartbeat.failHeartbeat`: the next one is due after `retry.backoff.ms`, not a
+            # whole interval, once the coordinator is known again.
+            if error in _COORDINATOR_ERRORS:
+                self._coordinator_unknown(out, error.name, "Heartbeat")
             m.next_heartbeat_ms = self.now_ms + cfg.retry_backoff_ms
         self._arm_heartbeat(out)
 
@@ -798,7 +807,7 @@ class Consumer:
             error=outcome,
         )
         if error in _COORDINATOR_ERRORS or error is ErrorCode.REQUEST_TIMED_OUT:
-            self._coordinator_unknown(out, error.name)
+            self._coordinator_unknown(out, error.name, "OffsetCommit")
         elif error is ErrorCode.REBALANCE_IN_PROGRESS:
             m.rejoin_needed = True
         elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION) and m.generation_id == commit.generation_id:
@@ -920,7 +929,7 @@ class Consumer:
             return
         self.offset_fetch_in_flight = None
         if resp.error_code in _COORDINATOR_ERRORS:
-            self._coordinator_unknown(out, resp.error_code.name)
+            self._coordinator_unknown(out, resp.error_code.name, "OffsetFetch")
             return
         if resp.error_code is not ErrorCode.NONE:
             return  # retried in the next poll
@@ -1048,14 +1057,15 @@ class Consumer:
             self.find_target += 1
             out.set_timer("find-backoff", self.config.retry_backoff_ms)
 
-    def _coordinator_unknown(self, out: Out, reason: str) -> None:
-        """`markCoordinatorUnknown`: disconnects it, failing every request in flight to it."""
+    def _coordinator_unknown(self, out: Out, reason: str, request: str = "") -> None:
+        """`markCoordinatorUnknown`: disconnects it, failing every request in flight to it.
+        `request`: the request whose answer said so, if an answer did."""
         m = self.m
         if m.coordinator is None:
             return
         old = m.coordinator
         m.coordinator = None
-        out.emit("coordinator_lost", group_id=self.config.group_id, coordinator=old, reason=reason)
+        out.emit("coordinator_lost", group_id=self.config.group_id, coordinator=old, reason=reason, request=request)
         self._fail_requests(out, old, coordinator_only=True)
 
     def _connected(self, broker: int) -> None:

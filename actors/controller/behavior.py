@@ -22,6 +22,13 @@ again on the new session, and its next write fails the controller-epoch check (B
 
 Before 2.7 the replica manager also writes ISR changes through this client (`IsrUpdateRequest`):
 a conditional setData of the partition-state znode and an `/isr_change_notification` node.
+
+Shutdown (`KafkaServer.shutdown`). On the operator's signal, with `controlled.shutdown.enable`,
+the broker asks the active controller to move its leaderships (ControlledShutdown), up to
+`controlled.shutdown.max.retries` attempts `controlled.shutdown.retry.backoff.ms` apart while
+the answer is an error, lists partitions it still leads, or does not come. Then, whatever the
+outcome, it closes its ZooKeeper session (its registration goes at once, not after the session
+timeout as for a crash) and hands the signal to the replica manager, which exits the process.
 """
 
 from __future__ import annotations
@@ -45,8 +52,11 @@ from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
 from protocols.metadata import (
     BrokerRegistered,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
     IsrUpdateRequest,
     IsrUpdateResponse,
+    ShutdownSignal,
     StopReplicaResponse,
     UpdateMetadataResponse,
 )
@@ -57,6 +67,7 @@ from protocols.replication import (
 )
 from protocols.types import TopicPartition
 from protocols.zookeeper import (
+    CloseSessionRequest,
     ConnectRequest,
     ConnectResponse,
     EventType,
@@ -104,6 +115,23 @@ class ControllerConfig:
     settings: ControllerSettings = field(default_factory=ControllerSettings)
     replica_manager: Address | None = None
     """The broker actor on this node, told its broker epoch; None in tests of the election alone."""
+    controlled_shutdown_enable: bool = True
+    controlled_shutdown_max_retries: int = 3
+    controlled_shutdown_retry_backoff_ms: int = 5000
+    request_timeout_ms: int = 30000
+    """How long the broker waits for the controller's answer to ControlledShutdown."""
+
+
+@dataclass(slots=True)
+class _Shutdown:
+    """A shutdown under way."""
+
+    started_ms: int
+    exit_after_ms: int
+    attempts: int = 0
+    waiting: int = 0
+    """The correlation id of the ControlledShutdown in flight; 0: none."""
+    controller: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +174,7 @@ class Controller:
         self.events: list[tuple[str, Any]] = []
         self.running: _Running | None = None
         self.steps = 0
+        self.shutdown: _Shutdown | None = None
 
     # ------------------------------------------------------------------ handlers
 
@@ -166,6 +195,12 @@ class Controller:
             self._queue(out, "auto-rebalance")
         elif kind == "channel" and self.kc is not None:
             self.kc.channel.on_timeout(out, int(arg))
+        elif kind == "controlled-shutdown":
+            self._attempt_controlled_shutdown(ctx, out)
+        elif kind == "controlled-shutdown-timeout" and self.shutdown is not None:
+            self._controlled_shutdown_failed(ctx, out, "REQUEST_TIMED_OUT")
+        elif kind == "exit":
+            self._exit(out)
         return out
 
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
@@ -181,14 +216,25 @@ class Controller:
                     self._queue(out, "alter-partition", inbound)
             case IsrUpdateRequest():
                 self._update_isr(out, inbound, msg)
+            case ControlledShutdownRequest():
+                if self.kc is None:
+                    out.reply(inbound, ControlledShutdownResponse(ErrorCode.NOT_CONTROLLER))
+                else:
+                    self._queue(out, "controlled-shutdown", inbound)
+            case ShutdownSignal():
+                self._begin_shutdown(ctx, out, msg)
+            case ControlledShutdownResponse():
+                self._on_controlled_shutdown_response(ctx, out, inbound, msg)
             case LeaderAndIsrResponse() | UpdateMetadataResponse() | StopReplicaResponse():
                 if self.kc is not None:
                     self.kc.channel.on_response(out, broker_id_of(inbound.src), inbound.correlation_id)
             case Disconnected(peer):
                 # A ZooKeeper session outlives its connection; a broker's closing matters to
-                # the controller's channel only.
+                # the controller's channel, and to a controlled shutdown waiting on it.
                 if self.kc is not None and peer.startswith("broker-"):
                     self.kc.channel.on_disconnected(out, broker_id_of(inbound.src))
+                if self.shutdown is not None and self.shutdown.waiting and peer == f"broker-{self.shutdown.controller}":
+                    self._controlled_shutdown_failed(ctx, out, "DISCONNECTED")
             case _:
                 self._on_zookeeper_response(out, inbound)
         return out
@@ -254,6 +300,8 @@ class Controller:
                 self._isr_updated(out, waiting.arg, resp)
             case "step", _:
                 self._step_response(out, waiting.arg, msg)
+            case "close", _:
+                self._stop_replica_manager(out)
             case _:
                 pass
 
@@ -454,6 +502,8 @@ class Controller:
                 return kc.on_auto_rebalance()
             case "alter-partition":
                 return kc.on_alter_partition(arg, arg.message)
+            case "controlled-shutdown":
+                return kc.on_controlled_shutdown(arg, arg.message)
         msg = f"unknown controller event {kind!r}"
         raise ValueError(msg)
 
@@ -515,3 +565,99 @@ class Controller:
             out.reply(inbound, IsrUpdateResponse(ErrorCode.NONE, resp.results[0].stat.version))
         else:
             out.reply(inbound, IsrUpdateResponse(ErrorCode.INVALID_UPDATE_VERSION))
+
+    # ------------------------------------------------------------------ shutdown
+
+    def _begin_shutdown(self, ctx: Ctx, out: Out, signal: ShutdownSignal) -> None:
+        if self.shutdown is not None:
+            return
+        self.shutdown = _Shutdown(ctx.now_ms, signal.exit_after_ms)
+        controlled = self.config.controlled_shutdown_enable
+        out.emit("broker_shutdown_started", broker_id=self.config.broker_id, controlled=controlled)
+        if controlled:
+            self._attempt_controlled_shutdown(ctx, out)
+        else:
+            self._finish_shutdown(ctx, out)
+
+    def _attempt_controlled_shutdown(self, ctx: Ctx, out: Out) -> None:
+        """One attempt of `doControlledShutdown`: to the controller this broker knows of; with
+        none known (or not registered yet), the attempt is spent waiting the back-off."""
+        shutdown = self.shutdown
+        if shutdown is None or shutdown.waiting:
+            return
+        shutdown.attempts += 1
+        controller = self.s.active_controller
+        if controller < 0 or self.s.broker_epoch < 0:
+            self._controlled_shutdown_failed(ctx, out, "CONTROLLER_NOT_AVAILABLE")
+            return
+        self.s.next_correlation_id += 1
+        shutdown.waiting, shutdown.controller = self.s.next_correlation_id, controller
+        request = ControlledShutdownRequest(self.config.broker_id, self.s.broker_epoch)
+        out.send(Address(f"broker-{controller}", "controller"), request, shutdown.waiting)
+        out.set_timer("controlled-shutdown-timeout", self.config.request_timeout_ms)
+
+    def _on_controlled_shutdown_response(
+        self, ctx: Ctx, out: Out, inbound: Inbound, response: ControlledShutdownResponse
+    ) -> None:
+        shutdown = self.shutdown
+        if shutdown is None or inbound.correlation_id != shutdown.waiting:
+            return
+        shutdown.waiting = 0
+        out.cancel_timer("controlled-shutdown-timeout")
+        if response.error_code is ErrorCode.NONE and not response.remaining_partitions:
+            self._controlled_shutdown_done(ctx, out, succeeded=True)
+            return
+        remaining = [f"{p.topic}-{p.partition}" for p in response.remaining_partitions]
+        self._controlled_shutdown_failed(ctx, out, response.error_code.name, remaining)
+
+    def _controlled_shutdown_failed(
+        self, ctx: Ctx, out: Out, error: str, remaining: list[str] | None = None
+    ) -> None:
+        shutdown = self.shutdown
+        assert shutdown is not None
+        shutdown.waiting = 0
+        out.cancel_timer("controlled-shutdown-timeout")
+        out.emit(
+            "controlled_shutdown_attempt_failed",
+            broker_id=self.config.broker_id,
+            attempt=shutdown.attempts,
+            error=error,
+            remaining=remaining or [],
+        )
+        if shutdown.attempts >= self.config.controlled_shutdown_max_retries:
+            self._controlled_shutdown_done(ctx, out, succeeded=False)
+        else:
+            out.set_timer("controlled-shutdown", self.config.controlled_shutdown_retry_backoff_ms)
+
+    def _controlled_shutdown_done(self, ctx: Ctx, out: Out, *, succeeded: bool) -> None:
+        assert self.shutdown is not None
+        out.emit(
+            "controlled_shutdown_completed",
+            broker_id=self.config.broker_id,
+            succeeded=succeeded,
+            attempts=self.shutdown.attempts,
+        )
+        self._finish_shutdown(ctx, out)
+
+    def _finish_shutdown(self, ctx: Ctx, out: Out) -> None:
+        """The rest of `KafkaServer.shutdown`, at the earliest when the operator's signal said."""
+        assert self.shutdown is not None
+        exit_ms = self.shutdown.started_ms + self.shutdown.exit_after_ms
+        if exit_ms > ctx.now_ms:
+            out.set_timer("exit", exit_ms - ctx.now_ms)
+        else:
+            self._exit(out)
+
+    def _exit(self, out: Out) -> None:
+        """Close the ZooKeeper session and wait for it to close (the ephemeral registration goes
+        with it, so the controller sees the broker gone at once, not after the session timeout);
+        then the replica manager stops the process."""
+        if self.s.session_id:
+            out.cancel_timer("ping")
+            self._request(out, CloseSessionRequest(self.s.session_id), "close")
+        else:
+            self._stop_replica_manager(out)
+
+    def _stop_replica_manager(self, out: Out) -> None:
+        if self.config.replica_manager is not None:
+            out.send(self.config.replica_manager, ShutdownSignal())

@@ -13,6 +13,7 @@ from protocols.types import TopicPartition
 
 __all__ = [
     "Elected",
+    "controlled_shutdown_leader",
     "imbalanced_partitions",
     "offline_leader",
     "preferred_leader",
@@ -48,6 +49,17 @@ def preferred_leader(assignment: tuple[int, ...], isr: tuple[int, ...], live: Co
     preferred = assignment[0]
     if preferred in live and preferred in isr:
         return Elected(preferred, isr)
+    return None
+
+
+def controlled_shutdown_leader(
+    assignment: tuple[int, ...], isr: tuple[int, ...], live: Collection[int], shutting_down: Collection[int]
+) -> Elected | None:
+    """`controlledShutdownPartitionLeaderElection`: the first assigned replica that is live, in
+    the ISR and not shutting down; the new ISR drops the shutting-down brokers."""
+    for replica in assignment:
+        if replica in live and replica in isr and replica not in shutting_down:
+            return Elected(replica, tuple(r for r in isr if r not in shutting_down))
     return None
 
 

@@ -11,7 +11,7 @@ a BADVERSION on that check means another controller was elected since, and raise
 
 Events: failover (on election), broker change (the `/brokers/ids` child watch), ISR change
 notification (before 2.7, the `/isr_change_notification` child watch), AlterPartition (2.7+),
-and the periodic auto leader rebalance.
+ControlledShutdown from a stopping broker, and the periodic auto leader rebalance.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from actors.controller import zkdata as zk
 from actors.controller.channel import Channel, RequestBatch
 from actors.controller.election import (
     Elected,
+    controlled_shutdown_leader,
     imbalanced_partitions,
     offline_leader,
     preferred_leader,
@@ -33,7 +34,12 @@ from actors.controller.states import PartitionState, ReplicaState
 from actors.controller.zkdata import LeaderIsr
 from actors.core import Inbound, Out
 from protocols.errors import ErrorCode
-from protocols.metadata import UpdateMetadataPartition
+from protocols.metadata import (
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    RemainingPartition,
+    UpdateMetadataPartition,
+)
 from protocols.replication import (
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -82,6 +88,13 @@ class ControllerContext:
     leadership: dict[TopicPartition, LeaderIsr] = field(default_factory=dict)
     partition_states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
     replica_states: dict[tuple[TopicPartition, int], ReplicaState] = field(default_factory=dict)
+    shutting_down: set[int] = field(default_factory=set)
+    """Brokers in a controlled shutdown (`shuttingDownBrokerIds`): still registered, but no
+    candidate in any election, until they are gone or register again."""
+
+    def electable(self) -> dict[int, int]:
+        """`liveBrokerIds`: the live brokers that are not shutting down."""
+        return {b: e for b, e in self.live_brokers.items() if b not in self.shutting_down}
 
 
 class KafkaController:
@@ -161,6 +174,7 @@ class KafkaController:
         )
         for broker in dead + bounced:
             self.channel.remove_broker(self.out, broker)
+            self.ctx.shutting_down.discard(broker)
         for broker in new + bounced:
             self.channel.add_broker(broker)
         if new:
@@ -238,12 +252,45 @@ class KafkaController:
             self.batch.add_update_metadata(self.ctx.live_brokers, written)
             self._send_batch()
 
+    def on_controlled_shutdown(self, inbound: Inbound, request: ControlledShutdownRequest) -> Step:
+        """`doControlledShutdown`: the broker is marked shutting down; the partitions it leads
+        get a new leader by the controlled-shutdown election (it is still told, and follows),
+        its other replicas go offline (StopReplica, out of the ISR); the answer lists what it
+        still leads. Partitions with one replica are left alone, and stay in that list."""
+        broker = request.broker_id
+        if broker not in self.ctx.live_brokers:
+            self.out.reply(inbound, ControlledShutdownResponse(ErrorCode.BROKER_NOT_AVAILABLE))
+            return
+        if request.broker_epoch < self.ctx.live_brokers[broker]:
+            self.out.reply(inbound, ControlledShutdownResponse(ErrorCode.STALE_BROKER_EPOCH))
+            return
+        self.ctx.shutting_down.add(broker)
+        on_broker = [
+            tp
+            for tp in sorted(self.ctx.assignments)
+            if broker in self.ctx.assignments[tp] and len(self.ctx.assignments[tp]) > 1 and tp in self.ctx.leadership
+        ]
+        led = [tp for tp in on_broker if self.ctx.leadership[tp].leader == broker]
+        followed = [tp for tp in on_broker if self.ctx.leadership[tp].leader != broker]
+        yield from self._elect(led, "controlled_shutdown")
+        yield from self._replicas_offline([(tp, broker) for tp in followed])
+        remaining = [tp for tp in sorted(self.ctx.leadership) if self.ctx.leadership[tp].leader == broker]
+        self.out.emit(
+            "controlled_shutdown_handled",
+            broker_id=broker,
+            controller_epoch=self.ctx.epoch,
+            moved=len(led) - len([tp for tp in led if tp in remaining]),
+            remaining=[str(tp) for tp in remaining],
+        )
+        response = tuple(RemainingPartition(tp.topic, tp.partition) for tp in remaining)
+        self.out.reply(inbound, ControlledShutdownResponse(ErrorCode.NONE, response))
+
     def on_auto_rebalance(self) -> Step:
         """`checkAndTriggerAutoLeaderRebalance`, every `leader.imbalance.check.interval.seconds`."""
         chosen = imbalanced_partitions(
             self.ctx.assignments,
             self.ctx.leadership,
-            self.ctx.live_brokers,
+            self.ctx.electable(),
             self.settings.leader_imbalance_per_broker_percentage,
         )
         chosen = [tp for tp in chosen if self.ctx.partition_states.get(tp) is PartitionState.ONLINE]
@@ -362,8 +409,9 @@ class KafkaController:
         """NewPartition -> OnlinePartition: leader = the first live replica, ISR = the live
         replicas, leader epoch 0; the state znode is created (`initializeLeaderAndIsrForPartitions`)."""
         created: dict[TopicPartition, LeaderIsr] = {}
+        electable = self.ctx.electable()
         for tp in partitions:
-            live = tuple(r for r in self.ctx.assignments[tp] if r in self.ctx.live_brokers)
+            live = tuple(r for r in self.ctx.assignments[tp] if r in electable)
             if not live:
                 self._election_failed(tp, "new", "no assigned replica is live")
                 continue
@@ -392,9 +440,11 @@ class KafkaController:
         self._send_batch()
 
     def _elect(self, partitions: list[TopicPartition], election: str) -> Step:
-        """-> OnlinePartition with the offline or the preferred election; the new leader and
-        ISR are written with a compare-and-set, retried on BADVERSION with a fresh read."""
+        """-> OnlinePartition with the offline, preferred or controlled-shutdown election; the
+        new leader and ISR are written with a compare-and-set, retried on BADVERSION with a
+        fresh read. A broker shutting down is a candidate in none of them."""
         remaining = list(partitions)
+        electable = self.ctx.electable()
         while remaining:
             proposed: dict[TopicPartition, LeaderIsr] = {}
             unclean: set[TopicPartition] = set()
@@ -403,12 +453,16 @@ class KafkaController:
                 assignment = self.ctx.assignments[tp]
                 elected: Elected | None
                 if election == "preferred":
-                    elected = preferred_leader(assignment, current.isr, self.ctx.live_brokers)
+                    elected = preferred_leader(assignment, current.isr, electable)
+                elif election == "controlled_shutdown":
+                    elected = controlled_shutdown_leader(
+                        assignment, current.isr, self.ctx.live_brokers, self.ctx.shutting_down
+                    )
                 else:
                     elected = offline_leader(
                         assignment,
                         current.isr,
-                        self.ctx.live_brokers,
+                        electable,
                         unclean=self.settings.unclean_leader_election_enable,
                     )
                 if elected is None:

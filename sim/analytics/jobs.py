@@ -22,6 +22,7 @@ __all__ = ["analyze_runs", "read_events"]
 
 FAULT_EVENTS = (
     "node_crashed",
+    "node_stopped",
     "node_started",
     "node_paused",
     "node_resumed",

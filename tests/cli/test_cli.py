@@ -83,6 +83,11 @@ GROUP = '[run]\n"duration.ms" = 3000\n[cluster]\nbrokers = 1\n[broker]\n"offsets
             "kafkasim: s.toml: [[faults]] #1: no node named 'broker-9' (the nodes are broker-1, broker-2, zookeeper)",
         ),
         (
+            {"s.toml": "[cluster]\nbrokers = 2\n[[faults]]\nkind = \"shutdown\"\nnode = \"zookeeper\"\n"},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [[faults]] #1: node: a shutdown stops a broker, got 'zookeeper'",
+        ),
+        (
             {"s.toml": "[cluster]\nbrokers = 3\n[zookeeper]\nenabled = false\n"},
             ["run", "s.toml"],
             'kafkasim: s.toml: [zookeeper] enabled = false, but [cluster] metadata.mode = "zookeeper" '

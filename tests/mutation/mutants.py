@@ -306,4 +306,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "        return False\n",
         ("tests/unit/broker/test_fencing.py::test_a_broker_processes_no_request_before_it_has_registered",),
     ),
+    Mutant(
+        "shutting_down_broker_elected",
+        "a broker in controlled shutdown is no candidate (Election.leaderForControlledShutdown)",
+        "actors/controller/election.py",
+        "        if replica in live and replica in isr and replica not in shutting_down:\n",
+        "        if replica in live and replica in isr:\n",
+        (
+            "tests/scenarios/test_controlled_shutdown.py::test_a_controlled_shutdown_moves_the_leaderships_before_the_broker_exits",
+        ),
+    ),
 )

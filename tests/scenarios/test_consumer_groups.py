@@ -420,3 +420,131 @@ def test_a_cooperative_revocation_is_committed_only_by_the_listener(commits: str
         assert checks["duplicates"] == processed - committed
     assert set(checks["duplicates_by_cause"]) == causes
     assert checks["consumed"] == checks["acked"] + checks["duplicates"] == 3000 + checks["duplicates"]
+
+
+CONTROLLED_FAILOVER = """
+[run]
+name = "coordinator-shutdown"
+"duration.ms" = 30000
+[network]
+"latency.min.ms" = 10
+"latency.max.ms" = 10
+[cluster]
+brokers = 3
+[broker]
+"min.insync.replicas" = 2
+[[topics]]
+name = "T"
+partitions = 3
+"replication.factor" = 3
+[[producers]]
+topic = "T"
+acks = "all"
+records = 2500
+"interval.ms" = 10
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+"auto.offset.reset" = "earliest"
+"process.record.ms" = 1
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+"auto.offset.reset" = "earliest"
+"process.record.ms" = 1
+"heartbeat.interval.ms" = 4000
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+"auto.offset.reset" = "earliest"
+"process.record.ms" = 1
+"start.ms" = 12000
+[[faults]]
+kind = "shutdown"
+node = "broker-1"
+"at.ms" = 13000
+"exit.after.ms" = 3000
+"""
+
+
+def test_a_coordinator_moved_by_a_controlled_shutdown_loses_the_rebalance_under_way() -> None:
+    """Kafka 3.9 defaults; every message takes 10 ms. `my-group` maps to
+    `__consumer_offsets-12` of 50, replicas [1, 2, 3]: broker 1 coordinates. C1 and C2 form
+    generation 1 (C1 the leader). C3 joins at 12000 (MEMBER_ID_REQUIRED, then added: the group
+    is PreparingRebalance); C1 learns it by heartbeat at 12300, auto-commits in `onJoinPrepare`
+    (acknowledged after its acks=-1 append), revokes and rejoins: its JoinGroup is parked, C2's
+    next heartbeat not being due before 14300.
+
+    At 13000 broker 1's operator stops it. The controller moves partition 12 to broker 2 by the
+    controlled-shutdown rule (leader epoch 1): broker 1 unloads the group and answers the
+    parked JoinGroups of C1 and C3 NOT_COORDINATOR; broker 2 loads the last stored group record,
+    generation 1 Stable with C1 and C2. The rebalance under way is lost: C3's member id is
+    unknown there (UNKNOWN_MEMBER_ID), so it joins from scratch with a new id; C1's JoinGroup
+    starts a rebalance on broker 2 without a second commit or revocation. Broker 1 keeps
+    answering until it exits at 16030, so C2's heartbeat at 14300 gets NOT_COORDINATOR from it
+    and is retried `retry.backoff.ms` later on broker 2 (REBALANCE_IN_PROGRESS). Generation 2
+    forms on broker 2 with the three members; no generation number is issued twice, every
+    acknowledged commit is there, and nothing is processed twice."""
+    assert partition_for("my-group", 50) == 12
+    events, checks = run(parse_scenario(CONTROLLED_FAILOVER, "controlled-failover.toml"))
+    c1, c2 = (e["member_id"] for e in sorted(where(events, "partitions_assigned", generation_id=1), key=lambda e: e["node"]))
+    # C3's two member ids: KIP-394's first answer on broker 1, and again on broker 2.
+    required = where(events, "join_group_failed", node="consumer-3", error="MEMBER_ID_REQUIRED")
+    (c3a_at, c3a), (_, c3b) = [(e["ts_ms"], e["assigned_member_id"]) for e in required]
+    assert c3a_at == 12040
+
+    # Broker 1, before the shutdown: generation 1 stored; C3's arrival starts a rebalance.
+    assert {e["coordinator"] for e in where(events, "coordinator_discovered") if e["ts_ms"] < 13000} == {1}
+    [stored] = where(events, "group_assignment_stored", node="broker-1")
+    assert (stored["ts_ms"], stored["generation_id"], stored["assignments"]) == (6340, 1, [[c2, ["T-0", "T-1"]], [c1, ["T-2"]]])
+    [added] = where(events, "group_member_added", node="broker-1", member_id=c3a)
+    assert added["ts_ms"] == 12050
+    states = [(e["ts_ms"], e["state"], e["generation_id"]) for e in where(events, "group_state_changed", node="broker-1")]
+    assert states[-2:] == [(12050, "PreparingRebalance", 1), (13050, "Dead", 1)]
+    [prepare] = where(events, "offset_commit_sent", node="consumer-1", kind="join_prepare")
+    assert (prepare["ts_ms"], prepare["offsets"]) == (12300, [["T", 2, 304]])
+    assert [e["ts_ms"] for e in where(events, "offset_commit_answered", node="consumer-1", commit_id=prepare["commit_id"], error="NONE")] == [12360]
+    assert [e["ts_ms"] for e in where(events, "partitions_revoked", node="consumer-1")] == [12360]
+
+    # The controlled shutdown moves the group's partition; broker 2 resumes generation 1.
+    [moved] = where(events, "leader_elected", topic="__consumer_offsets", partition=12)[-1:]
+    assert (moved["ts_ms"], moved["election"], moved["leader"], moved["leader_epoch"], moved["isr"]) == (13030, "controlled_shutdown", 2, 1, [2, 3])
+    loaded = [(e["ts_ms"], e["member_id"], e["generation_id"]) for e in where(events, "group_member_added", node="broker-2")]
+    assert loaded[:2] == [(13050, c2, 1), (13050, c1, 1)]
+    assert [(e["ts_ms"], e["state"], e["generation_id"]) for e in where(events, "group_state_changed", node="broker-2")][:2] == [
+        (13050, "Stable", 1),
+        (13090, "PreparingRebalance", 1),
+    ]
+
+    # The answers the rule gives: NOT_COORDINATOR for the parked joins and for C2's heartbeat at
+    # broker 1; UNKNOWN_MEMBER_ID for C3's old id at broker 2, which then joins with a new one.
+    failed = [(e["ts_ms"], e["node"], e["member_id"], e["error"]) for e in where(events, "join_group_failed") if e["ts_ms"] >= 13000]
+    assert failed == [
+        (13060, "consumer-1", c1, "NOT_COORDINATOR"),
+        (13060, "consumer-3", c3a, "NOT_COORDINATOR"),
+        (13100, "consumer-3", c3a, "UNKNOWN_MEMBER_ID"),
+        (13120, "consumer-3", "", "MEMBER_ID_REQUIRED"),
+    ]
+    assert c3b not in (c3a, "")
+    [lost] = where(events, "coordinator_lost", node="consumer-2")
+    assert (lost["ts_ms"], lost["coordinator"], lost["reason"], lost["request"]) == (14300, 1, "NOT_COORDINATOR", "Heartbeat")
+    assert [e["ts_ms"] for e in where(events, "node_stopped", target="broker-1")] == [16030]
+    # C1 rejoins broker 2 without a second onJoinPrepare: no commit, no revocation.
+    assert len(where(events, "offset_commit_sent", node="consumer-1", kind="join_prepare")) == 1
+
+    # Generation 2 on broker 2, by range over the sorted member ids; no number issued twice.
+    assert [(e["ts_ms"], e["node"], e["generation_id"]) for e in where(events, "generation_started")] == [
+        (6270, "broker-1", 1),
+        (14490, "broker-2", 2),
+    ]
+    members = sorted([c1, c2, c3b])
+    [stored2] = where(events, "group_assignment_stored", node="broker-2")
+    assert (stored2["ts_ms"], stored2["generation_id"]) == (14550, 2)
+    assert stored2["assignments"] == [[m, [f"T-{i}"]] for i, m in enumerate(members)]
+
+    # Every new owner starts at the last acknowledged commit of its partition.
+    started = {f"{e['topic']}-{e['partition']}": (e["ts_ms"], e["offset"]) for e in where(events, "fetch_position_set", generation_id=2)}
+    assert {tp: offset for tp, (_, offset) in started.items()} == {"T-0": 456, "T-1": 608, "T-2": 304}
+    for tp, (ts, offset) in started.items():
+        assert offset == _acknowledged(events, before_ms=ts)[tp]
+    assert (checks["consumed"], checks["acked"], checks["duplicates"], checks["rebalances"]) == (2500, 2500, 0, 2)

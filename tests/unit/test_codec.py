@@ -109,6 +109,9 @@ SAMPLES: dict[type, Any] = {
         (1, 2, 3), 2, (m.MetadataPartition("T", 0, E.NONE, 2, 5, (1, 2, 3), (2, 3)),)
     ),
     m.BrokerRegistered: m.BrokerRegistered(25),
+    m.ControlledShutdownRequest: m.ControlledShutdownRequest(1, 25),
+    m.ControlledShutdownResponse: m.ControlledShutdownResponse(E.NONE, (m.RemainingPartition("T", 0),)),
+    m.ShutdownSignal: m.ShutdownSignal(3000),
     m.IsrUpdateRequest: m.IsrUpdateRequest("T", 0, 1, 5, (1, 2), 7, 3),
     m.IsrUpdateResponse: m.IsrUpdateResponse(E.NONE, 4),
     Disconnected: Disconnected("broker-2"),
