@@ -184,8 +184,19 @@ def _print_summary(summary: dict[str, Any], out_dir: Path, *, as_json: bool) -> 
         f"{summary['events']} events, {summary['deliveries']} deliveries, "
         f"{summary['rejected_frames']} rejected frames\n"
         f"  events digest {summary['events_digest']}\n"
-        f"  written to {out_dir}\n"
     )
+    if summary["produced"]:
+        sys.stdout.write(
+            f"  produced {summary['produced']}, acknowledged {summary['acked']}, "
+            f"lost {summary['lost_acked']}, written twice {summary['log_duplicates']}\n"
+        )
+    if summary["consumed"]:
+        causes = ", ".join(f"{cause} {n}" for cause, n in summary["duplicates_by_cause"].items())
+        sys.stdout.write(
+            f"  consumed {summary['consumed']}, duplicates {summary['duplicates']}"
+            f"{f' ({causes})' if causes else ''}, rebalances {summary['rebalances']}\n"
+        )
+    sys.stdout.write(f"  written to {out_dir}\n")
 
 
 class RunDirError(ValueError):

@@ -29,6 +29,10 @@ processing) and the duplicate takes the label that made it one:
 | a new generation without it, no removal logged (its coordinator moved and loaded the group without it) | `coordinator_failover` |
 | a reset of its position: the same consumer reads the offsets again under a new hold | `log_truncation_or_reset` |
 
+Each duplicate is also kept in a *span*: one consumer's re-processing of a run of offsets of
+one partition under one label, from the time of its first such processing to its last
+(`duplicate_spans` in summary.json, which the report marks on the ownership timeline).
+
 Where several rows hold for one event, the first wins (a revocation with a failed last commit
 is `commit_failed_or_fenced` even when it is cooperative). Two holds that have not ended
 processing the same offset would be `unexplained`: no run should show it.
@@ -108,15 +112,38 @@ class GroupAccounting:
         self._committed: dict[tuple[str, str], int] = {}
         self._reset: set[tuple[str, str]] = set()
         self._generation_members: dict[tuple[str, int], set[str]] = {}
+        self._spans: list[dict[str, Any]] = []
+        self._open_span: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+        """The last span per (group, consumer, partition, label): a contiguous duplicate extends it."""
 
     def summary(self) -> dict[str, Any]:
         return {
             "consumed": self.consumed,
             "duplicates": self.duplicates,
             "duplicates_by_cause": dict(sorted(self.by_cause.items())),
+            "duplicate_spans": list(self._spans),
             "rebalances": self.rebalances,
             "consumer_failures": list(self.consumer_failures),
         }
+
+    def _span(self, e: Mapping[str, Any], group: str, tp: str, start: int, end: int, label: str) -> None:
+        key = (group, e["node"], tp, label)
+        span = self._open_span.get(key)
+        if span is not None and span["end_offset"] == start:
+            span["end_offset"], span["to_ms"] = end, e["ts_ms"]
+            return
+        span = {
+            "group_id": group,
+            "consumer": e["node"],
+            "partition": tp,
+            "first_offset": start,
+            "end_offset": end,
+            "from_ms": e["ts_ms"],
+            "to_ms": e["ts_ms"],
+            "cause": label,
+        }
+        self._open_span[key] = span
+        self._spans.append(span)
 
     def __call__(self, event: Mapping[str, Any]) -> list[Violation]:
         name = event["event"]
@@ -321,6 +348,7 @@ class GroupAccounting:
                 label = earlier.ended or hold.ended or _TWO_HOLDERS
                 self.duplicates += overlap
                 self.by_cause[label] = self.by_cause.get(label, 0) + overlap
+                self._span(e, member.group, tp, max(s, start), min(t, end), label)
         self._processed[(member.group, tp)] = _replace(ranges, (start, end, epoch, hold))
         return found
 

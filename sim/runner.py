@@ -126,6 +126,7 @@ def build_summary(scenario: Scenario, kernel: Kernel, wall_s: float) -> dict[str
         "consumed": 0,
         "duplicates": 0,
         "duplicates_by_cause": {},
+        "duplicate_spans": [],
         "rebalances": 0,
         "consumer_failures": [],
         "invariant_violations": list(kernel.invariant_violations),

@@ -15,6 +15,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+from pyspark.sql.types import ArrayType, StringType
 
 from sim.analytics.schema import EVENT_SCHEMA
 
@@ -30,6 +31,10 @@ FAULT_EVENTS = (
     "network_healed",
     "link_fault_added",
 )
+
+OWNERSHIP_ENDS = ("partitions_revoked", "partitions_lost")
+"""A consumer's events that end its hold on the partitions they list; its node's crash or stop
+ends every hold it has."""
 
 ISR_EVENTS = (
     "isr_shrunk",  # a leader's change, committed
@@ -113,6 +118,8 @@ def analyze_runs(spark: SparkSession, run_dirs: list[Path]) -> list[dict[str, An
         .orderBy("run", "ts_ms")
         .collect()
     )
+    ownership = _ownership(events).collect()
+    ends = events.groupBy("run").agg(F.max("ts_ms").alias("end_ms")).collect()
     events.unpersist()
     counts = _by_run(by_type, "event", "count")
     drop_counts = _by_run(drops, "reason", "count")
@@ -127,6 +134,7 @@ def analyze_runs(spark: SparkSession, run_dirs: list[Path]) -> list[dict[str, An
             "produce_outcomes": {},
             "isr_changes": [],
             "replica_offsets": {},
+            "ownership": [],
         }
         for run in range(len(run_dirs))
     ]
@@ -154,8 +162,54 @@ def analyze_runs(spark: SparkSession, run_dirs: list[Path]) -> list[dict[str, An
         result[row["run"]]["ping_timeline"].append(
             {"second": row["second"], "pings": row["pings"], "max_rtt_ms": row["max_rtt_ms"]}
         )
+    end_of = {row["run"]: row["end_ms"] for row in ends}
+    for row in ownership:
+        result[row["run"]]["ownership"].append(
+            {
+                "consumer": row["node"],
+                "partition": row["tp"],
+                "generation_id": row["generation_id"],
+                "from_ms": row["from_ms"],
+                "to_ms": end_of[row["run"]] if row["to_ms"] is None else row["to_ms"],
+            }
+        )
     for row in faults:
         result[row["run"]]["faults"].append(
             {"ts_ms": row["ts_ms"], "event": row["event"], "target": row["target"], "kind": row["kind"]}
         )
     return result
+
+
+def _ownership(events: DataFrame) -> DataFrame:
+    """Each consumer's holds: a partition from its `partitions_assigned` to the first later
+    revocation or loss of it, or crash or stop of the consumer's node (null: the run's end)."""
+    names = F.from_json("partitions", ArrayType(StringType()))
+    group = events.where(F.col("event").isin("partitions_assigned", *OWNERSHIP_ENDS)).select(
+        "run", "ts_ms", "node", "event", "generation_id", F.explode(names).alias("tp")
+    )
+    starts = group.where(F.col("event") == "partitions_assigned").select(
+        "run", "node", "tp", "generation_id", F.col("ts_ms").alias("from_ms")
+    )
+    released = group.where(F.col("event") != "partitions_assigned").select(
+        "run", "node", "tp", F.col("ts_ms").alias("end_ms")
+    )
+    stopped = (
+        events.where(F.col("event").isin("node_crashed", "node_stopped"))
+        .select("run", F.col("target").alias("node"), F.col("ts_ms").alias("end_ms"))
+        .join(starts.select("run", "node", "tp").distinct(), ["run", "node"])
+        .select("run", "node", "tp", "end_ms")
+    )
+    ends = released.unionByName(stopped)
+    hold = starts.alias("s").join(
+        ends.alias("e"),
+        (F.col("s.run") == F.col("e.run"))
+        & (F.col("s.node") == F.col("e.node"))
+        & (F.col("s.tp") == F.col("e.tp"))
+        & (F.col("e.end_ms") > F.col("s.from_ms")),
+        "left",
+    )
+    return (
+        hold.groupBy("s.run", "s.node", "s.tp", "s.generation_id", "s.from_ms")
+        .agg(F.min("e.end_ms").alias("to_ms"))
+        .orderBy("run", "node", "from_ms", "tp")
+    )

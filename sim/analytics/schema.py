@@ -2,7 +2,11 @@
 
 Only documented fields are read. A field name has one type across every event, so one schema
 reads the whole log; lines are read with `mode=FAILFAST`, so a malformed line or a type that does
-not match stops the job instead of becoming a silent null.
+not match stops the job instead of becoming a silent null. Two fields have one type per event
+and differ between events, so they are read as their JSON text and parsed where a job needs
+them: `partitions` (a list of partition names in the consumers' events, a count in
+`controller_request_sent`) and `records` (a list of record numbers in the producer's events, a
+count in `records_processed`).
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ _LONG = (
     "partition_epoch",
     "from_offset",
     "to_offset",
+    "generation_id",
+    "first_offset",
+    "end_offset",
 )
 _STRING = (
     "run_id",
@@ -62,6 +69,10 @@ _STRING = (
     "error",
     "producer",
     "invariant",
+    "group_id",
+    "member_id",
+    "partitions",
+    "records",
 )
 
 EVENT_SCHEMA = StructType(
@@ -71,6 +82,5 @@ EVENT_SCHEMA = StructType(
     + [
         StructField("one_way", BooleanType()),
         StructField("isr", ArrayType(LongType())),
-        StructField("records", ArrayType(LongType())),
     ]
 )

@@ -98,3 +98,73 @@ def test_kafka_figures_match_the_log(spark: Any, tmp_path: Path) -> None:
             e["log_end_offset"] for e in events
             if e["event"] == "replica_offsets_changed" and f"{e['topic']}-{e['partition']}@{e['node']}" == replica
         )
+
+
+GROUP = """
+[run]
+"duration.ms" = 40000
+[network]
+"latency.min.ms" = 2
+"latency.max.ms" = 4
+[cluster]
+brokers = 3
+[broker]
+"min.insync.replicas" = 2
+"offsets.topic.num.partitions" = 5
+[[topics]]
+name = "T"
+partitions = 4
+"replication.factor" = 3
+[[producers]]
+topic = "T"
+records = 3000
+"interval.ms" = 10
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+count = 2
+"session.timeout.ms" = 10000
+"auto.commit.interval.ms" = 1000
+"auto.offset.reset" = "earliest"
+"process.record.ms" = 1
+[[faults]]
+kind = "crash"
+node = "consumer-1"
+"at.ms" = 12500
+"""
+
+
+def _holds(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same holds, computed by hand from the log: each assignment of a partition until the
+    consumer's next revocation or loss of it, or its node's crash."""
+    end = events[-1]["ts_ms"]
+    holds: list[dict[str, Any]] = []
+    open_: dict[tuple[str, str], dict[str, Any]] = {}
+    for e in events:
+        if e["event"] == "partitions_assigned":
+            for tp in e["partitions"]:
+                hold = {"consumer": e["node"], "partition": tp, "generation_id": e["generation_id"], "from_ms": e["ts_ms"], "to_ms": end}
+                open_[(e["node"], tp)] = hold
+                holds.append(hold)
+        elif e["event"] in ("partitions_revoked", "partitions_lost"):
+            for tp in e["partitions"]:
+                hold = open_.pop((e["node"], tp), None)
+                if hold is not None:
+                    hold["to_ms"] = e["ts_ms"]
+        elif e["event"] in ("node_crashed", "node_stopped"):
+            for key in [k for k in open_ if k[0] == e["target"]]:
+                open_.pop(key)["to_ms"] = e["ts_ms"]
+    return sorted(holds, key=lambda h: (h["consumer"], h["from_ms"], h["partition"]))
+
+
+def test_partition_ownership_per_consumer_matches_the_log(spark: Any, tmp_path: Path) -> None:
+    """A crashed consumer's holds end at its crash; the survivor's generation-1 holds end at
+    the revocation before generation 2, and its generation-2 holds last to the end."""
+    out = tmp_path / "group"
+    run_scenario(parse_scenario(GROUP, "group"), out)
+    [analysis] = analyze_runs(spark, [out])
+    events = _events(out)
+    assert analysis["ownership"] == _holds(events)
+    crash = next(e["ts_ms"] for e in events if e["event"] == "node_crashed")
+    assert {h["to_ms"] for h in analysis["ownership"] if h["consumer"] == "consumer-1"} == {crash}
+    assert {h["generation_id"] for h in analysis["ownership"] if h["consumer"] == "consumer-2"} == {1, 2}

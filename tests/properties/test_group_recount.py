@@ -50,6 +50,12 @@ def test_the_summarys_duplicates_equal_a_recount_from_the_event_log(seed: int, o
         summary["duplicates_by_cause"],
     ), plan(seed)
     assert "unexplained" not in recounted.by_cause, plan(seed)
+    # The spans place every duplicate: per cause they add up to the same counts.
+    spanned: Counter[str] = Counter()
+    for span in summary["duplicate_spans"]:
+        assert span["first_offset"] < span["end_offset"] and span["from_ms"] <= span["to_ms"], span
+        spanned[span["cause"]] += span["end_offset"] - span["first_offset"]
+    assert dict(sorted(spanned.items())) == summary["duplicates_by_cause"], plan(seed)
 
 
 def test_the_faults_produce_duplicates_of_several_causes(outcome: Callable[[int], Outcome]) -> None:

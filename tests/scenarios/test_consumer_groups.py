@@ -122,6 +122,12 @@ def test_a_crash_duplicates_exactly_what_was_processed_since_the_last_successful
             committed[f"{topic}-{partition}"] = offset
     expected = sum(end - committed.get(tp, 0) for tp, end in processed.items())
     assert expected > 0
+    # Where: per partition, consumer-2 processing again from the last commit to where the
+    # crashed consumer had got.
+    spans = sorted((s["partition"], s["consumer"], s["first_offset"], s["end_offset"], s["cause"]) for s in checks["duplicate_spans"])
+    assert spans == sorted(
+        (tp, "consumer-2", committed.get(tp, 0), end, "crash_before_commit") for tp, end in processed.items() if end > committed.get(tp, 0)
+    )
     assert checks["duplicates"] == expected
     assert checks["duplicates_by_cause"] == {"crash_before_commit": expected}
     assert checks["consumed"] == checks["acked"] + expected
