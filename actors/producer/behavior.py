@@ -223,7 +223,7 @@ class Producer:
         """A tick of the application: hand `records.per.interval` records to `send()`."""
         cfg, state = self.config, self.state
         for _ in range(min(cfg.records_per_interval, cfg.records - state.generated)):
-            self._append(state.generated)
+            self._append(out, state.generated)
             state.generated += 1
         state.next_tick_ms = None
         if state.generated < cfg.records:
@@ -241,8 +241,9 @@ class Producer:
         into = (at - cfg.start_ms) % cycle
         return cfg.interval_ms + (cycle - into if into >= cfg.burst_ms else 0)
 
-    def _append(self, number: int) -> None:
-        """`KafkaProducer.doSend`: partition the record and add it to its batch."""
+    def _append(self, out: Out, number: int) -> None:
+        """`KafkaProducer.doSend`: partition the record and add it to its batch (a new one is
+        logged: its life starts here)."""
         cfg, partitioner = self.config, self.partitioner
         assert partitioner is not None
         available = self._available_partitions()
@@ -256,7 +257,10 @@ class Producer:
             partition = partitioner.on_new_batch(partition, available)
             batch = self.accumulator.append(partition, number, self.now_ms, abort_on_new_batch=False)
             assert batch is not None
-        partitioner.appended(partition, self.accumulator.record_size, new_batch=batch.count == 1)
+        new_batch = batch.count == 1
+        partitioner.appended(partition, self.accumulator.record_size, new_batch=new_batch)
+        if new_batch:
+            out.emit("batch_created", topic=cfg.topic, partition=partition, producer=cfg.name, batch=batch.id, first_record=number)
 
     def _available_partitions(self) -> list[int]:
         leaders = self.state.leaders

@@ -73,8 +73,11 @@ def test_s21_a_retry_after_a_lost_answer_writes_twice_unless_idempotent(idempote
     kernel.add_link_fault(lost)
     kernel.run(40000)
     t = 1000
+    [created] = _where(events, "batch_created")  # the batch's whole life: one batch, two sends
+    assert (created["ts_ms"], created["batch"], created["first_record"]) == (t, 1, 0)
     [sent, resent] = _where(events, "batch_sent")
     assert (sent["ts_ms"], resent["ts_ms"], resent["attempt"]) == (t, t + 30100, 2)
+    assert sent["batch"] == resent["batch"] == created["batch"]
     [retried] = _where(events, "batch_retried")
     assert (retried["ts_ms"], retried["error"]) == (t + 30000, "REQUEST_TIMED_OUT")
     [done] = _where(events, "produce_completed")
