@@ -4,8 +4,8 @@
 failed run can never hang the process). It is a thin adapter with no protocol logic: it receives
 a window's deliveries as one message and puts the runtime's `WindowResult` into the window's
 `Batch`, so there is one thread hand-off per actor per window, not one per event, and the kernel
-wakes once per window, not once per actor (SPARK-NOTES.md: the cost of a simulation is the
-number of hand-offs).
+wakes once per window, not once per actor (measured: the cost of a simulation is the number
+of thread hand-offs; docs/performance.md).
 
 `DirectHost` runs the same runtime in the caller's thread. It is the reference the Pykka path is
 measured against by `kafkasim bench`, never a second way the product runs.

@@ -3,7 +3,7 @@
 Models `org.apache.kafka.common.protocol.Errors`. Only the codes the simulator can produce or
 that a reader will look for are listed; the numbers are Kafka's, so a log line can be checked
 against a real broker's. Expected conditions travel as `error_code` values in responses, never
-as exceptions (STYLE.md 3.3).
+as exceptions, as Kafka's own responses do.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The SparkSession: embedded `local[*]` by default, any cluster through `master`.
 
-Quiet by default (SPARK-NOTES.md): Spark's own log goes to ERROR through a log4j2 file written
+Quiet by default: Spark's own log goes to ERROR through a log4j2 file written
 beside the run, the console progress bar is off, and the driver binds to loopback. Workers run
 this interpreter (`PYSPARK_PYTHON`), so they can import the project.
 """
