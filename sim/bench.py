@@ -171,7 +171,7 @@ def floor_us_per_delivery(deliveries: int = 200_000) -> float:
 # ------------------------------------------------------------------ the standard workload
 
 
-QUICK = ("run.duration.ms=60000", "faults.0.at.ms=20000", "faults.0.restart.after.ms=10000")
+QUICK = ("run.duration.ms=60000", "faults.1.at.ms=20000", "faults.1.restart.after.ms=10000")
 
 
 def std_figures(overrides: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from sim.faults import FaultError
 from sim.kernel import HostKind
+from sim.rundir import RunDirRefused
 from sim.scenario import Scenario, ScenarioError, load_scenario
 
 __all__ = ["main"]
@@ -32,12 +33,22 @@ EXIT_INTERRUPTED = 130
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"kafkasim: {message} (see kafkasim {self.prog.split()[-1]} --help)\n")
+        sys.stderr.write(f"kafkasim: {message} (see {self.prog} --help)\n")
         sys.exit(EXIT_USAGE)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("kafkasim")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kafkasim", description="A deterministic simulator of Apache Kafka.")
+    parser.add_argument("--version", action="version", version=f"kafkasim {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = commands.add_parser("run", help="run a scenario (the default study if none is given)")
@@ -84,7 +95,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        sys.stderr.write(parser.format_help())
+        return EXIT_USAGE
+    args = parser.parse_args(argv)
     try:
         if args.command == "run":
             return _run(args)
@@ -96,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             return _report(args.run_dir)
         if args.command == "study":
             return _study(args)
-    except (ScenarioError, FaultError, RunDirError) as exc:
+    except (ScenarioError, FaultError, RunDirError, RunDirRefused) as exc:
         return _usage_error(str(exc))
     except KeyboardInterrupt:
         sys.stderr.write("kafkasim: interrupted\n")
@@ -121,8 +136,6 @@ def _run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, overrides)
     check_scenario(scenario)
     out_dir = args.out or default_out_dir(scenario)
-    if out_dir.exists() and not out_dir.is_dir():
-        return _usage_error(f"--out {out_dir}: exists and is not a directory")
     progress = print_progress() if sys.stderr.isatty() else None
     summary = run_scenario(scenario, out_dir, host=HostKind(args.host), progress=progress)
     if progress is not None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from sim.cluster import Cluster
 from sim.kernel import HostKind, Kernel, SimulationFailed
+from sim.rundir import prepare_run_dir
 from sim.scenario import Scenario
 from sim.trace import LOG_SCHEMA_VERSION
 
@@ -43,11 +44,12 @@ def run_scenario(
     host: HostKind = HostKind.PYKKA,
     progress: Callable[[Kernel], None] | None = None,
 ) -> dict[str, Any]:
-    """Run `scenario` into `out_dir` and return its summary (also written as summary.json)."""
+    """Run `scenario` into `out_dir` and return its summary (also written as summary.json).
+    What an earlier run left there (its log, summary, analysis, report) is removed first, so a
+    reused directory never mixes two runs."""
     events_path = out_dir / "events.jsonl"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    prepare_run_dir(out_dir)
     (out_dir / "scenario.toml").write_text(scenario.to_toml(), encoding="utf-8")
-    (out_dir / "failure.txt").unlink(missing_ok=True)
     started = time.perf_counter()
     cluster = Cluster(scenario, events_path=events_path, host=host)
     stop = threading.Event()
@@ -70,7 +72,8 @@ def run_scenario(
         (out_dir / "failure.txt").write_text(traceback.format_exc(), encoding="utf-8")
     checks: dict[str, Any] = {}
     try:
-        if failure is None and not interrupted:
+        if failure is None:
+            # An interrupt stops between two windows: the checks count what happened until then.
             checks = cluster.final_checks()
     finally:
         cluster.close()

@@ -408,12 +408,14 @@ def _apply_override(raw: dict[str, Any], override: str) -> None:
     except tomllib.TOMLDecodeError:
         value = text  # a bare word is a string: --set kafka.version=2.8 stays "2.8" below
     if section in ARRAYS:
+        # Entries count from 1, as error messages name them (`[[faults]] #1`).
         index_text, _, rest = rest.partition(".")
         entries = raw.get(section, [])
-        if not index_text.isdigit() or int(index_text) >= len(entries) or not rest:
-            msg = f"--set {override!r}: expected {section}.INDEX.KEY with an existing index"
+        if not index_text.isdigit() or not 1 <= int(index_text) <= len(entries) or not rest:
+            have = f"1 to {len(entries)}" if entries else "none: the scenario has no entries"
+            msg = f"--set {override!r}: expected {section}.N.KEY, N the entry's number as in [[{section}]] #N ({have})"
             raise ScenarioError(msg)
-        entries[int(index_text)][rest] = value
+        entries[int(index_text) - 1][rest] = value
         return
     if section == "kafka" and rest == "version" and not isinstance(value, str):
         value = text.strip()

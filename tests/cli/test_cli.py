@@ -102,6 +102,13 @@ GROUP = '[run]\n"duration.ms" = 3000\n[cluster]\nbrokers = 1\n[broker]\n"offsets
         ({}, ["run", "--seed", "x"], "kafkasim: argument --seed: invalid int value: 'x'"),
         ({}, ["run", "--seed", "-3"], "kafkasim: --seed must be at least 0, got -3"),
         ({}, ["frobnicate"], "kafkasim: argument command: invalid choice: 'frobnicate'"),
+        ({}, ["run", "--out", "/proc/kafkasim"], "kafkasim: --out /proc/kafkasim: cannot write there"),
+        (
+            {"notes/a.txt": "mine"},
+            ["run", "--out", "notes"],
+            "kafkasim: --out notes: not empty and holds no run (found a.txt); choose another directory",
+        ),
+        ({}, ["run", "--set", "faults.0.at.ms=5"], "kafkasim: --set 'faults.0.at.ms=5': expected faults.N.KEY"),
         (
             {"s.toml": "[cluster]\nbrokers = 2\n[[topics]]\nname = \"T\"\n\"replication.factor\" = 3\n"},
             ["run", "s.toml"],
@@ -153,6 +160,7 @@ def test_bad_input_is_one_line_exit_2_no_traceback(
     tmp_path: Path, files: dict[str, str], args: list[str], expected: str
 ) -> None:
     for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "keep.txt").write_text("earlier work")
@@ -201,6 +209,29 @@ def test_a_session_timeout_the_coordinator_refuses_is_one_line_and_exit_2(tmp_pa
     assert json.loads((tmp_path / "run" / "summary.json").read_text()) == summary
 
 
+def test_a_reused_run_directory_starts_clean(tmp_path: Path) -> None:
+    """A second run into the same `--out` removes the first run's analysis and report (they
+    would describe another run) and keeps files that are not kafkasim's."""
+    out = tmp_path / "run"
+    assert kafkasim("run", *QUICK, "--out", str(out)).returncode == 0
+    for name in ("analysis.json", "report.html", "failure.txt"):
+        (out / name).write_text("from the first run")
+    (out / "notes.txt").write_text("mine")
+    second = kafkasim("run", "--set", "run.duration.ms=2000", "--out", str(out), "--json")
+    assert second.returncode == 0, second.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["events.jsonl", "notes.txt", "scenario.toml", "summary.json"]
+    assert json.loads((out / "summary.json").read_text())["sim_ms"] == 2000
+
+
+def test_plain_kafkasim_prints_its_usage_and_version_prints_the_version() -> None:
+    plain = kafkasim()
+    assert (plain.returncode, plain.stdout) == (2, "")
+    assert plain.stderr.startswith("usage: kafkasim [-h] [--version] {run,analyze,report,study,bench}")
+    assert "run a scenario" in plain.stderr
+    version = kafkasim("--version")
+    assert (version.returncode, version.stdout) == (0, "kafkasim 0.1.0\n")
+
+
 def test_interrupt_keeps_a_complete_log_and_marks_the_summary(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = subprocess.Popen(
@@ -230,6 +261,11 @@ def test_interrupt_keeps_a_complete_log_and_marks_the_summary(tmp_path: Path) ->
     import hashlib
 
     assert hashlib.sha256(data).hexdigest() == summary["events_digest"]
+    # The summary counts what happened up to the interrupt (the default study's producer sends
+    # from the start), not zeros.
+    sent = sum(len(e["records"]) for e in lines if e["event"] == "batch_sent" and e["attempt"] == 1)
+    acked = sum(len(e["records"]) for e in lines if e["event"] == "produce_completed" and e["error"] == "NONE")
+    assert summary["produced"] > 0 and summary["acked"] == acked > 0, (sent, summary["produced"])
 
 
 def test_bench_prints_the_kernel_figures_as_json() -> None:
@@ -249,7 +285,7 @@ def test_bench_std_figures_are_consistent_with_each_other() -> None:
     2 s, restart at 3 s), each derived from the others as documented."""
     from sim.bench import std_figures
 
-    f = std_figures(("run.duration.ms=5000", "faults.0.at.ms=2000", "faults.0.restart.after.ms=1000"))
+    f = std_figures(("run.duration.ms=5000", "faults.1.at.ms=2000", "faults.1.restart.after.ms=1000"))
     assert (f["simulated_s"], f["segment_s"], len(f["wall_per_segment_s"])) == (5.0, 1.0, 5)
     assert f["invariant_violations"] == 0 and f["deliveries"] > 0
     # wall_s is rounded to 10 ms, and five simulated seconds take well under a second

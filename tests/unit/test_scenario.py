@@ -34,7 +34,7 @@ def test_resolved_scenario_round_trips_through_toml() -> None:
 def test_overrides() -> None:
     s = parse_scenario("[cluster]\nbrokers = 1\n", "s.toml", ["run.seed=42", "network.latency.max.ms=30", "kafka.version=2.4"])
     assert (s.seed, s.get("network", "latency.max.ms"), s.profile.name) == (42, 30, "2.4")
-    faulty = load_scenario(None, ["faults.0.restart.after.ms=10"])
+    faulty = load_scenario(None, ["faults.1.restart.after.ms=10"])
     assert faulty.faults[0]["restart.after.ms"] == 10
 
 
@@ -68,7 +68,8 @@ def test_each_mistake_is_one_sentence_naming_file_key_and_value(text: str, expec
         ("run.sed=3", "s.toml: [run]: unknown key 'sed' (did you mean 'seed'?)"),
         ("seed=3", "--set 'seed=3': the key needs its section"),
         ("run.seed", "--set 'run.seed': expected SECTION.KEY=VALUE"),
-        ("faults.5.node=x", "--set 'faults.5.node=x': expected faults.INDEX.KEY with an existing index"),
+        ("faults.5.node=x", "--set 'faults.5.node=x': expected faults.N.KEY, N the entry's number as in [[faults]] #N"),
+        ("faults.0.node=x", "--set 'faults.0.node=x': expected faults.N.KEY, N the entry's number as in [[faults]] #N"),
     ],
 )
 def test_bad_overrides(override: str, expected: str) -> None:
