@@ -212,6 +212,15 @@ class Kernel:
             self._run_kernel_events(self.now_ms)
 
     def crash(self, node: str, kind: CrashKind = CrashKind.PROCESS) -> None:
+        self._take_down(node, kind, "node_crashed")
+
+    def stop(self, node: str) -> None:
+        """The node's process exits of its own accord (its application closed its clients
+        first): for its peers, as a process crash (its operating system closes its
+        connections); logged as `node_stopped`."""
+        self._take_down(node, CrashKind.PROCESS, "node_stopped")
+
+    def _take_down(self, node: str, kind: CrashKind, event: str) -> None:
         state = self._node(node)
         if not state.up:
             return
@@ -225,7 +234,10 @@ class Kernel:
         state.paused_until = 0
         state.disk.crash(kind)
         self.network.reset_node(node, self.nodes)
-        self._kernel_emit(self.now_ms, "node_crashed", target=node, kind=str(kind))
+        if event == "node_crashed":
+            self._kernel_emit(self.now_ms, event, target=node, kind=str(kind))
+        else:
+            self._kernel_emit(self.now_ms, event, target=node)
         peers, state.peers = sorted(state.peers), set()
         state.refusing = kind is CrashKind.PROCESS
         if state.refusing:
@@ -266,6 +278,17 @@ class Kernel:
         self._kernel_emit(
             self.now_ms,
             "network_partitioned",
+            side_a=sorted(side_a),
+            side_b=sorted(side_b),
+            one_way=one_way,
+        )
+
+    def lift(self, side_a: list[str], side_b: list[str], *, one_way: bool = False) -> None:
+        """Lift the partition `partition(side_a, side_b, one_way)` made, and no other."""
+        self.network.lift(side_a, side_b, one_way=one_way)
+        self._kernel_emit(
+            self.now_ms,
+            "network_partition_lifted",
             side_a=sorted(side_a),
             side_b=sorted(side_b),
             one_way=one_way,
