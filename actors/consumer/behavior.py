@@ -110,6 +110,8 @@ RECONNECT_BACKOFF_MS = 50
 """`reconnect.backoff.ms`: how long a broker whose connection failed is not fetched from."""
 RECONNECT_BACKOFF_MAX_MS = 1000
 """`reconnect.backoff.max.ms`: the cap of the doubling back-off (without Kafka's 20% jitter)."""
+CLOSE_TIMEOUT_MS = 30_000
+"""`KafkaConsumer.DEFAULT_CLOSE_TIMEOUT_MS`: how long `close()` may take."""
 DISCONNECTED = "DISCONNECTED"
 TIMEOUT = "TIMEOUT"
 COMMIT_FAILED = "COMMIT_FAILED"
@@ -212,6 +214,8 @@ class Consumer:
             self._find_coordinator(out)
         elif kind == "commit-retry":
             self._retry_commit(out, int(arg))
+        elif kind == "close-timeout":
+            self._close_timed_out(out)
         self._maybe_closed(out)
         return out
 
@@ -935,6 +939,7 @@ class Consumer:
         if self.close_phase:
             return
         self.close_phase = "commit"
+        out.set_timer("close-timeout", min(CLOSE_TIMEOUT_MS, self.config.request_timeout_ms))
         if self.config.enable_auto_commit and self.fetcher.all_consumed() and self.m.generation_valid:
             self._block_on_commit(out, CommitKind.CLOSE, self.fetcher.all_consumed(), then="close")
             return
@@ -951,14 +956,28 @@ class Consumer:
         self.close_phase = "leave"
         self._maybe_closed(out)
 
+    def _close_timed_out(self, out: Out) -> None:
+        """close()'s timer expired (`createTimerForRequest`: its 30 s, at most
+        `request.timeout.ms`): a commit still retrying is given up, and close() returns without
+        waiting for the requests still pending."""
+        if self.close_phase == "commit" and self.blocked_on is not None:
+            out.cancel_timer(f"commit-retry:{self.blocked_on}")
+            self.blocked_on, self.blocked_then = None, ""
+            self._finish_close(out)
+        if self.close_phase == "leave":
+            self._closed(out)
+
     def _maybe_closed(self, out: Out) -> None:
         if self.close_phase != "leave":
             return
         m = self.m
-        if any(to == m.coordinator and kind in _GROUP_REQUESTS for kind, to, _ in self.requests.values()):
-            return
+        if not any(to == m.coordinator and kind in _GROUP_REQUESTS for kind, to, _ in self.requests.values()):
+            self._closed(out)
+
+    def _closed(self, out: Out) -> None:
+        out.cancel_timer("close-timeout")
         self.close_phase = "closed"
-        out.emit("consumer_closed", group_id=self.config.group_id, member_id=m.member_id)
+        out.emit("consumer_closed", group_id=self.config.group_id, member_id=self.m.member_id)
 
     def _unsubscribe(self, out: Out) -> None:
         """`ClassicKafkaConsumer.unsubscribe`: the buffered records are dropped, `onLeavePrepare`
