@@ -22,10 +22,12 @@ __all__ = ["analyze_runs", "read_events"]
 
 FAULT_EVENTS = (
     "node_crashed",
+    "node_stopped",
     "node_started",
     "node_paused",
     "node_resumed",
     "network_partitioned",
+    "network_partition_lifted",
     "network_healed",
     "link_fault_added",
 )

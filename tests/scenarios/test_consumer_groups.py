@@ -294,35 +294,6 @@ def test_unsubscribe_without_a_commit_duplicates_what_close_would_have_committed
     assert checks["consumed"] == checks["acked"] + duplicates == 3000 + duplicates
 
 
-def test_an_expelled_member_keeps_processing_and_its_late_commit_is_fenced() -> None:
-    """Cut off from its coordinator only, a member's heartbeats stop reaching it: the
-    coordinator removes it after its session, the partitions move, and the member, which still
-    fetches from the leaders, processes on (a zombie) until it reaches the coordinator again;
-    its commit is then refused with UNKNOWN_MEMBER_ID and the committed offset does not move
-    back. Everything both processed is counted, as expelled_session_timeout."""
-    scn = scenario(TWO, records=3000, duration=45_000)
-    with Cluster(scn) as cluster:
-        events: list[dict[str, Any]] = []
-        cluster.kernel.observe(events.append)
-        cluster.run(until_ms=10_000)
-        coordinator = cluster.state("consumer-1", "consumer")["coordinator"]
-        owned = cluster.state("consumer-1", "consumer")["assignment"]
-        leaders = {cluster.state(f"broker-{b}", "broker")["partitions"][tp]["leader"] for b in (1, 2, 3) for tp in owned if tp in cluster.state(f"broker-{b}", "broker")["partitions"]}
-        assert coordinator not in leaders, "the test needs the coordinator to lead none of consumer-1's partitions"
-        cluster.partition(["consumer-1"], [f"broker-{coordinator}"])
-        cluster.run(until_ms=25_000)
-        cluster.heal()
-        cluster.run_to_end()
-        checks = cluster.final_checks()
-        assert cluster.kernel.invariant_violations == []
-    assert where(events, "group_member_removed", reason="session_timeout")
-    fenced = [e for e in where(events, "offset_commit_completed") if e["error"] in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION")]
-    assert fenced, "the zombie's commit reaches the coordinator and is refused"
-    assert checks["duplicates"] > 0
-    assert set(checks["duplicates_by_cause"]) == {"expelled_session_timeout"}
-    _committed_never_moves_back(events)
-
-
 FAILOVER = """
 [run]
 name = "coordinator-failover"
