@@ -33,7 +33,7 @@ from actors.zookeeper.behavior import ZooKeeper
 from protocols.replication import LeaderAndIsrPartition
 from sim.disk import CrashKind, Disk
 from sim.eventlog import EventLog
-from sim.faults import CONSUMER_ACTOR, Fault, check_fault, fault_from_scenario, schedule_fault
+from sim.faults import CONSUMER_ACTOR, Fault, FaultContext, fault_from_scenario, resolve_fault, schedule_fault
 from sim.groups import GroupAccounting
 from sim.invariants import Invariants, diverged_replicas, lost_acknowledged
 from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec, StopReason
@@ -45,12 +45,13 @@ __all__ = ["Cluster", "check_scenario", "consumer_configs"]
 
 
 def check_scenario(scenario: Scenario) -> list[Fault]:
-    """The scenario's faults, checked against its nodes (raises `FaultError`)."""
+    """The scenario's faults, checked against its nodes and resolved (raises `FaultError`)."""
     names = sorted(spec.name for spec in _node_specs(scenario))
-    faults = [fault_from_scenario(entry) for entry in scenario.faults]
-    for i, fault in enumerate(faults):
-        check_fault(fault, names, f"{scenario.source}: [[faults]] #{i + 1}")
-    return faults
+    consumers = {c.name: c.group_id for c in consumer_configs(scenario)}
+    return [
+        resolve_fault(fault_from_scenario(entry), names, consumers, f"{scenario.source}: [[faults]] #{i + 1}")
+        for i, entry in enumerate(scenario.faults)
+    ]
 
 
 class Cluster:
@@ -90,10 +91,12 @@ class Cluster:
         self.kernel.fail_on_violation = scenario.get("run", "invariants") == "fail"
         specs = _node_specs(scenario, znodes)
         faults = check_scenario(scenario)
+        self._consumers = {c.name: c.group_id for c in consumer_configs(scenario)}
+        self._fault_context = FaultContext(self._consumers, self.coordinator_of)
         for spec in specs:
             self.kernel.add_node(spec, disk=(disks or {}).get(spec.name))
         for fault in faults:
-            schedule_fault(self.kernel, fault)
+            schedule_fault(self.kernel, fault, self._fault_context)
 
     # ------------------------------------------------------------------ running
 
@@ -143,8 +146,8 @@ class Cluster:
 
     def inject(self, fault: Fault) -> None:
         """Apply a fault now (or at its `at_ms`, if later)."""
-        check_fault(fault, self.kernel.nodes, "fault")
-        schedule_fault(self.kernel, fault)
+        fault = resolve_fault(fault, self.kernel.nodes, self._consumers, f"{fault.kind} fault")
+        schedule_fault(self.kernel, fault, self._fault_context)
         self.kernel.apply_due()
 
     def crash(self, node: str, kind: str = "process") -> None:
@@ -174,6 +177,58 @@ class Cluster:
     def link_fault(self, kind: str, **params: Any) -> None:
         """`drop`, `delay`, `duplicate`, `reorder` or `corrupt`, with `Fault`'s parameters."""
         self.inject(Fault(kind, **params))
+
+    # The application around a consumer, and its operator.
+
+    def close_consumer(self, node: str) -> None:
+        """The consumer's application calls `close()`."""
+        self.inject(Fault("close", node=node))
+
+    def unsubscribe(self, node: str) -> None:
+        self.inject(Fault("unsubscribe", node=node))
+
+    def stall(self, node: str, duration_ms: int) -> None:
+        """The processing in hand takes `duration_ms` longer."""
+        self.inject(Fault("stall", node=node, duration_ms=duration_ms))
+
+    def slow(self, node: str, process_record_ms: int, duration_ms: int | None = None) -> None:
+        """From now, each record the consumer's application processes takes
+        `process_record_ms`, for `duration_ms` (None: to the end), then its configured time."""
+        self.inject(Fault("slow", node=node, process_record_ms=process_record_ms, duration_ms=duration_ms))
+
+    def rolling_restart(
+        self,
+        nodes: list[str] | None = None,
+        *,
+        group: str | None = None,
+        interval_ms: int = 10_000,
+        down_ms: int = 0,
+    ) -> None:
+        """Close and restart consumers one after the other: `nodes` in order, or every
+        consumer of `group`, in node order (sim.faults._RollingRestart)."""
+        self.inject(
+            Fault("rolling_restart", nodes=tuple(nodes or ()), group=group, interval_ms=interval_ms, down_ms=down_ms)
+        )
+
+    def zombie(self, node: str, duration_ms: int | None = None) -> None:
+        """Cut the consumer off from its group's coordinator (as it is now) both ways, for
+        `duration_ms` (None: until a heal); it still reaches the partitions' leaders."""
+        self.inject(Fault("zombie", node=node, duration_ms=duration_ms))
+
+    def coordinator_of(self, group_id: str) -> str | None:
+        """The broker node coordinating `group_id` now: the live leader, with the highest
+        leader epoch, of the group's `__consumer_offsets` partition (None: it has none)."""
+        from actors.group.placement import OFFSETS_TOPIC, partition_for  # noqa: PLC0415
+
+        tp = f"{OFFSETS_TOPIC}-{partition_for(group_id, self.scenario.get('broker', 'offsets.topic.num.partitions'))}"
+        leaders = []
+        for b in range(1, self.scenario.get("cluster", "brokers") + 1):
+            node = f"broker-{b}"
+            if self.kernel.is_up(node):
+                replica = self.state(node, BROKER_ACTOR)["partitions"].get(tp)
+                if replica is not None and replica["role"] == "leader":
+                    leaders.append((replica["leader_epoch"], node))
+        return max(leaders)[1] if leaders else None
 
     # ------------------------------------------------------------------ inspection
 

@@ -2,13 +2,19 @@
 
 A `Fault` names its kind, when it starts, and its parameters with units in their names (the
 VOPR's habit). `schedule_fault` turns one into kernel events: the fault at `at_ms`, and its end
-(restart, resume, heal, or the end of a link fault) when it has a duration. Node names are
-checked against the cluster before anything is scheduled.
+(restart, resume, heal, or the end of a link fault) when it has a duration. `resolve_fault`
+checks a fault against the cluster (its nodes, which of them are consumers and of which group)
+before anything is scheduled, and names a group's consumers.
+
+Client faults act on consumers: the application's calls (`close`, `unsubscribe`, `stall`,
+`slow`), a rolling restart of consumer processes, and a zombie (a consumer cut off from its
+group's coordinator only, looked up when the fault starts).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from actors.core import Address
@@ -18,14 +24,40 @@ from sim.disk import CrashKind
 from sim.kernel import Kernel
 from sim.network import FaultKind, LinkFault
 
-__all__ = ["CONSUMER_ACTOR", "Fault", "FaultError", "fault_from_scenario", "schedule_fault"]
+__all__ = [
+    "CONSUMER_ACTOR",
+    "CONSUMER_FAULTS",
+    "Fault",
+    "FaultContext",
+    "FaultError",
+    "fault_from_scenario",
+    "resolve_fault",
+    "schedule_fault",
+]
 
 CONSUMER_ACTOR = "consumer"
 """The actor of a consumer node (`consumer-N/consumer`), to which the application's calls go."""
 
 
+CONSUMER_FAULTS = (*APPLICATION_ACTIONS, "rolling_restart", "zombie")
+"""The kinds whose nodes must be consumers."""
+ROLLING_INTERVAL_MS = 10_000
+"""`interval.ms` of a rolling restart: from one consumer's restart to the next one's close()."""
+
+
 class FaultError(ValueError):
     """A fault that names something the cluster does not have."""
+
+
+@dataclass(frozen=True, slots=True)
+class FaultContext:
+    """What faults need to know of the cluster besides its node names."""
+
+    consumers: Mapping[str, str]
+    """Each consumer node, in node order, with its `group.id`."""
+    coordinator: Callable[[str], str | None]
+    """The broker node coordinating a group now (the leader of its `__consumer_offsets`
+    partition), or None while that partition has no leader."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +77,27 @@ class Fault:
     delay_ms: int = 0
     src: tuple[str, ...] = ()
     dst: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
+    """A rolling restart's consumers, in order."""
+    group: str | None = None
+    """A rolling restart of every consumer of this `group.id`, in node order."""
+    interval_ms: int = ROLLING_INTERVAL_MS
+    down_ms: int = 0
+    process_record_ms: int | None = None
+    """A slow spell's processing time per record."""
 
-    def nodes_named(self) -> list[str]:
-        named = [self.node] if self.node else []
-        return [*named, *self.side_a, *self.side_b, *self.isolate, *self.src, *self.dst]
+    def nodes_named(self) -> list[tuple[str, str]]:
+        """(key, node) of every node the fault names."""
+        named = [("node", self.node)] if self.node else []
+        keyed = (
+            ("between", self.side_a),
+            ("between", self.side_b),
+            ("isolate", self.isolate),
+            ("src", self.src),
+            ("dst", self.dst),
+            ("nodes", self.nodes),
+        )
+        return named + [(key, n) for key, names in keyed for n in names]
 
 
 def fault_from_scenario(entry: dict[str, Any]) -> Fault:
@@ -70,22 +119,74 @@ def fault_from_scenario(entry: dict[str, Any]) -> Fault:
         delay_ms=entry.get("delay.ms") or 0,
         src=tuple(entry.get("src", ())),
         dst=tuple(entry.get("dst", ())),
+        nodes=tuple(entry.get("nodes", ())),
+        group=entry.get("group"),
+        interval_ms=entry.get("interval.ms", ROLLING_INTERVAL_MS),
+        down_ms=entry.get("down.ms", 0),
+        process_record_ms=entry.get("process.record.ms"),
     )
 
 
-def check_fault(fault: Fault, nodes: list[str], where: str) -> None:
-    for name in fault.nodes_named():
+def resolve_fault(fault: Fault, nodes: list[str], consumers: Mapping[str, str], where: str) -> Fault:
+    """`fault` checked against the cluster (raises `FaultError` naming the key and value),
+    with a rolling restart's group replaced by its consumers."""
+    for key, value in (
+        ("at.ms", fault.at_ms),
+        ("duration.ms", fault.duration_ms),
+        ("restart.after.ms", fault.restart_after_ms),
+        ("exit.after.ms", fault.exit_after_ms),
+        ("delay.ms", fault.delay_ms),
+        ("interval.ms", fault.interval_ms),
+        ("down.ms", fault.down_ms),
+        ("process.record.ms", fault.process_record_ms),
+    ):
+        if value is not None and value < 0:
+            msg = f"{where}: {key}: must be at least 0, got {value}"
+            raise FaultError(msg)
+    for key, name in fault.nodes_named():
         if name not in nodes:
-            known = ", ".join(nodes)
-            msg = f"{where}: no node named {name!r} (the nodes are {known})"
+            msg = f"{where}: {key}: no node named {name!r} (the nodes are {', '.join(nodes)})"
             raise FaultError(msg)
     if fault.kind == "shutdown" and not (fault.node or "").startswith("broker-"):
         msg = f"{where}: node: a shutdown stops a broker, got {fault.node!r}"
         raise FaultError(msg)
+    if fault.kind not in CONSUMER_FAULTS:
+        return fault
+    known = ", ".join(consumers) or "none"
+    if fault.kind == "rolling_restart":
+        if fault.nodes and fault.group is not None:
+            both = f"nodes {list(fault.nodes)}, group {fault.group!r}"
+            msg = f"{where}: nodes, group: a rolling restart takes one, not both ({both})"
+            raise FaultError(msg)
+        if not fault.nodes and fault.group is None:
+            msg = f"{where}: a rolling restart needs `nodes` (a list of consumers) or `group` (a group.id)"
+            raise FaultError(msg)
+        if fault.group is not None:
+            members = tuple(n for n, g in consumers.items() if g == fault.group)
+            if not members:
+                groups = ", ".join(sorted(set(consumers.values()))) or "none"
+                msg = f"{where}: group: no consumer has group.id {fault.group!r} (the groups are {groups})"
+                raise FaultError(msg)
+            fault = replace(fault, nodes=members, group=None)
+        named = [("nodes", n) for n in fault.nodes]
+    else:
+        if fault.node is None:
+            msg = f"{where}: a {fault.kind} fault needs a node"
+            raise FaultError(msg)
+        named = [("node", fault.node)]
+    if fault.kind == "slow" and fault.process_record_ms is None:
+        msg = f"{where}: a slow fault needs process.record.ms"
+        raise FaultError(msg)
+    for key, name in named:
+        if name not in consumers:
+            msg = f"{where}: {key}: {name!r} is not a consumer (the consumers are {known})"
+            raise FaultError(msg)
+    return fault
 
 
-def schedule_fault(kernel: Kernel, fault: Fault) -> None:
-    """Schedule `fault` (and its end, if it has a duration) on the kernel."""
+def schedule_fault(kernel: Kernel, fault: Fault, context: FaultContext | None = None) -> None:
+    """Schedule `fault` (and its end, if it has a duration) on the kernel; a zombie needs the
+    `context` to find its coordinator."""
     at = max(fault.at_ms, kernel.now_ms)
     kind = fault.kind
     if kind == "crash":
@@ -112,9 +213,19 @@ def schedule_fault(kernel: Kernel, fault: Fault) -> None:
         kernel.schedule(at, "heal", kernel.heal)
     elif kind in APPLICATION_ACTIONS:
         node = _node(fault)
-        call = ApplicationCall(kind, fault.duration_ms or 0)
+        call = ApplicationCall(kind, fault.duration_ms or 0, fault.process_record_ms or 0)
         target = Address(node, CONSUMER_ACTOR)
         kernel.schedule(at, f"{kind} {node}", lambda: _tell(kernel, target, call))
+    elif kind == "rolling_restart":
+        rolling = _RollingRestart(kernel, list(fault.nodes), fault.interval_ms, fault.down_ms)
+        kernel.observe(rolling)
+        kernel.schedule(at, "rolling restart", rolling.next)
+    elif kind == "zombie":
+        if context is None:
+            msg = "a zombie fault needs the cluster's context to find the coordinator"
+            raise FaultError(msg)
+        node = _node(fault)
+        kernel.schedule(at, f"zombie {node}", lambda: _zombie(kernel, node, fault.duration_ms, context))
     else:
         link = LinkFault(
             kind=FaultKind(kind),
@@ -138,9 +249,81 @@ def _shut_down(kernel: Kernel, node: str, fault: Fault) -> None:
         kernel.emit("application_call_ignored", target=node, action=signal.action)
 
 
-def _tell(kernel: Kernel, target: Address, call: ApplicationCall) -> None:
+def _tell(kernel: Kernel, target: Address, call: ApplicationCall) -> bool:
     if not kernel.tell(target, call):
         kernel.emit("application_call_ignored", target=str(target), action=call.action)
+        return False
+    return True
+
+
+class _RollingRestart:
+    """Restart consumers one after the other, as an operator rolls a deployment: the
+    application calls close() (its commit, revocation and LeaveGroup); when close() returns
+    (`consumer_closed`) the process exits; `down_ms` later a new process starts, from nothing
+    (a new JVM: a new member id); `interval_ms` after that the next consumer is closed.
+
+    The kernel acts between its windows, so the process exits `latency.min.ms` (the
+    lookahead) after close() returned: the window that logged it has already run. A consumer
+    that is down at its turn is only started, `down_ms` later; one that crashes while it
+    closes is started `down_ms` after the crash."""
+
+    def __init__(self, kernel: Kernel, nodes: list[str], interval_ms: int, down_ms: int) -> None:
+        self.kernel = kernel
+        self.queue = nodes
+        self.interval_ms = interval_ms
+        self.down_ms = down_ms
+        self.closing: str | None = None
+        """The consumer whose close() the restart waits for."""
+
+    def next(self) -> None:
+        if not self.queue:
+            return
+        node = self.queue.pop(0)
+        if self.kernel.is_up(node) and _tell(self.kernel, Address(node, CONSUMER_ACTOR), ApplicationCall("close")):
+            self.closing = node
+        else:
+            self._down(node)
+
+    def __call__(self, event: Mapping[str, Any]) -> list[Any]:
+        """Watch for the closing consumer's `consumer_closed` (or its crash)."""
+        name = event["event"]
+        node = self.closing
+        if node is None or name not in ("consumer_closed", "node_crashed"):
+            return []
+        if name == "consumer_closed" and event["node"] == node:
+            self.closing = None
+            at = event["ts_ms"] + self.kernel.network.lookahead_ms
+            self.kernel.schedule(at, f"stop {node}", lambda: self._exit(node))
+        elif name == "node_crashed" and event["target"] == node:
+            self.closing = None
+            self._down(node)
+        return []
+
+    def _exit(self, node: str) -> None:
+        self.kernel.stop(node)
+        self._down(node)
+
+    def _down(self, node: str) -> None:
+        restart_at = self.kernel.now_ms + self.down_ms
+        self.kernel.schedule(restart_at, f"restart {node}", lambda: self._restart(node))
+
+    def _restart(self, node: str) -> None:
+        self.kernel.restart(node)
+        self.kernel.schedule(self.kernel.now_ms + self.interval_ms, "rolling restart", self.next)
+
+
+def _zombie(kernel: Kernel, node: str, duration_ms: int | None, context: FaultContext) -> None:
+    """Cut `node` off from its group's coordinator both ways, and lift that cut alone after
+    `duration_ms`: the consumer still reaches the partitions' leaders (unless the coordinator's
+    broker leads some of them: the cut is between nodes)."""
+    broker = context.coordinator(context.consumers[node])
+    if broker is None:
+        reason = "the group's __consumer_offsets partition has no leader"
+        kernel.emit("fault_skipped", kind="zombie", target=node, reason=reason)
+        return
+    kernel.partition([node], [broker])
+    if duration_ms is not None:
+        kernel.schedule(kernel.now_ms + duration_ms, f"lift zombie {node}", lambda: kernel.lift([node], [broker]))
 
 
 def _node(fault: Fault) -> str:

@@ -215,6 +215,12 @@ class Kernel:
     def crash(self, node: str, kind: CrashKind = CrashKind.PROCESS) -> None:
         self._take_down(node, kind, self.now_ms, "node_crashed")
 
+    def stop(self, node: str) -> None:
+        """The node's process exits of its own accord (its application closed its clients
+        first): for its peers, as a process crash (its operating system closes its
+        connections); logged as `node_stopped`."""
+        self._take_down(node, CrashKind.PROCESS, self.now_ms, "node_stopped")
+
     def restart_after_exit(self, node: str, after_ms: int) -> None:
         """Restart `node` `after_ms` after its process next exits on its own (a broker's
         shutdown, whose end depends on the controller's answers)."""
@@ -285,6 +291,17 @@ class Kernel:
         self._kernel_emit(
             self.now_ms,
             "network_partitioned",
+            side_a=sorted(side_a),
+            side_b=sorted(side_b),
+            one_way=one_way,
+        )
+
+    def lift(self, side_a: list[str], side_b: list[str], *, one_way: bool = False) -> None:
+        """Lift the partition `partition(side_a, side_b, one_way)` made, and no other."""
+        self.network.lift(side_a, side_b, one_way=one_way)
+        self._kernel_emit(
+            self.now_ms,
+            "network_partition_lifted",
             side_a=sorted(side_a),
             side_b=sorted(side_b),
             one_way=one_way,

@@ -87,7 +87,8 @@ class Network:
         self._latency_min = config.latency_min_ms
         self._latency_span = config.latency_max_ms - config.latency_min_ms + 1
         self._faults: list[LinkFault] = []
-        self._blocked: set[tuple[str, str]] = set()
+        self._blocked: dict[tuple[str, str], int] = {}
+        """Each cut link, with how many partitions cut it (one lifted, the others still hold)."""
         self._connection: dict[tuple[str, str], int] = {}
         self._last_delivery: dict[tuple[str, str], int] = {}
 
@@ -100,12 +101,19 @@ class Network:
 
     def partition(self, side_a: list[str], side_b: list[str], *, one_way: bool = False) -> None:
         """Block traffic from side A to side B (and back, unless one-way); break the connections."""
-        pairs = [(a, b) for a in side_a for b in side_b if a != b]
-        if not one_way:
-            pairs += [(b, a) for a, b in pairs]
-        for pair in pairs:
-            self._blocked.add(pair)
+        for pair in _links(side_a, side_b, one_way=one_way):
+            self._blocked[pair] = self._blocked.get(pair, 0) + 1
             self._break(pair)
+
+    def lift(self, side_a: list[str], side_b: list[str], *, one_way: bool = False) -> None:
+        """Lift one partition made by `partition` with the same arguments; links another
+        partition also cut stay cut."""
+        for pair in _links(side_a, side_b, one_way=one_way):
+            count = self._blocked.get(pair, 0) - 1
+            if count > 0:
+                self._blocked[pair] = count
+            else:
+                self._blocked.pop(pair, None)
 
     def heal(self) -> None:
         """Lift every partition. Connections are re-established on the next send."""
@@ -171,3 +179,8 @@ class Network:
     def _break(self, link: tuple[str, str]) -> None:
         self._connection[link] = self._connection.get(link, 0) + 1
         self._last_delivery.pop(link, None)
+
+
+def _links(side_a: list[str], side_b: list[str], *, one_way: bool) -> list[tuple[str, str]]:
+    pairs = [(a, b) for a in side_a for b in side_b if a != b]
+    return pairs if one_way else pairs + [(b, a) for a, b in pairs]

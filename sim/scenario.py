@@ -156,6 +156,9 @@ FAULT_KINDS = (
     "close",
     "unsubscribe",
     "stall",
+    "slow",
+    "rolling_restart",
+    "zombie",
 )
 
 _NODES = list[str]
@@ -196,6 +199,21 @@ FAULT_SETTINGS: dict[str, tuple[Setting, ...]] = {
     "stall": (
         _s("node", str, required=True, doc="a consumer: its processing between two polls takes longer"),
         _s("duration.ms", int, None, low=1, required=True),
+    ),
+    "slow": (
+        _s("node", str, required=True, doc="a consumer: each record it processes takes process.record.ms"),
+        _s("process.record.ms", int, None, low=0, required=True),
+        _s("duration.ms", int, None, low=1, doc="then back to the consumer's own; unset: to the end"),
+    ),
+    "rolling_restart": (
+        _s("nodes", _NODES, [], doc="consumers, closed and restarted in this order"),
+        _s("group", str, None, doc="or every consumer of this group.id, in node order"),
+        _s("interval.ms", int, 10000, low=0, doc="from one consumer's restart to the next one's close()"),
+        _s("down.ms", int, 0, low=0, doc="how long each process stays down after close() returns"),
+    ),
+    "zombie": (
+        _s("node", str, required=True, doc="a consumer: cut off from its group's coordinator only"),
+        _s("duration.ms", int, None, low=1, doc="lift that cut after this long; unset: until a heal"),
     ),
 }
 TOPIC_SETTINGS = (

@@ -4,8 +4,8 @@ What it models of the Java consumer (`ClassicKafkaConsumer`, `ConsumerCoordinato
 `AbstractCoordinator` and its `HeartbeatThread`, `Fetcher`):
 
 - **The application** calls `poll()`, processes what it returned (`process.record.ms` per
-  record; an application stall adds to it), commits if it is written to (`commit`), and polls
-  again. A poll waits up to `poll.timeout.ms` for records; every answer that arrives while it
+  record, or a slow spell's time; an application stall adds to it), commits if it is written
+  to (`commit`), and polls again. A poll waits up to `poll.timeout.ms` for records; every answer that arrives while it
   waits runs the poll's loop again, as `KafkaConsumer.poll` does.
 - **`coordinator.poll`** in each loop: find the coordinator; if a rejoin is needed, run
   `onJoinPrepare` (the pre-rebalance commit, by version, then the revocation) and send
@@ -23,8 +23,11 @@ What it models of the Java consumer (`ClassicKafkaConsumer`, `ConsumerCoordinato
   (never retried), a commit in `onPartitionsRevoked`, and `close()`'s synchronous commit. A
   commit carries the generation only when the member is STABLE (`generationIfStable`);
   otherwise it fails without being sent.
-- **The application's calls** (`close()`, `unsubscribe()`, a stall) come from the scenario's
-  faults as `ApplicationCall` messages.
+- **The application's calls** (`close()`, `unsubscribe()`, a stall, a slow spell) come from
+  the scenario's faults as `ApplicationCall` messages. `close()` and `unsubscribe()` are made
+  from the poll loop, between two polls (the consumer is not safe for multi-threaded access):
+  one that comes while the records in hand are processed, or while the application waits for a
+  commit, is made once that is done.
 
 Every fact the analytics need is logged: records processed per partition as offset ranges,
 commits sent and answered, assignments, revocations and losses with their reason.
@@ -101,10 +104,14 @@ _METADATA_ERRORS = frozenset(
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     }
 )
+_GROUP_REQUESTS = frozenset({"join", "sync", "heartbeat", "commit", "offset_fetch", "leave"})
+"""The requests a consumer sends to its group coordinator."""
 RECONNECT_BACKOFF_MS = 50
 """`reconnect.backoff.ms`: how long a broker whose connection failed is not fetched from."""
 RECONNECT_BACKOFF_MAX_MS = 1000
 """`reconnect.backoff.max.ms`: the cap of the doubling back-off (without Kafka's 20% jitter)."""
+CLOSE_TIMEOUT_MS = 30_000
+"""`KafkaConsumer.DEFAULT_CLOSE_TIMEOUT_MS`: how long `close()` may take."""
 DISCONNECTED = "DISCONNECTED"
 TIMEOUT = "TIMEOUT"
 COMMIT_FAILED = "COMMIT_FAILED"
@@ -139,6 +146,11 @@ class Consumer:
         self.last_poll_ms = 0
         self.next_auto_commit_ms = 0
         self.processing: list[Returned] = []
+        self.processing_started_ms = 0
+        self.slow_spells: list[tuple[int, int | None, int]] = []
+        """(from, until or None, ms per record) of each slow spell not yet over, oldest first."""
+        self.deferred_calls: list[str] = []
+        """`close` or `unsubscribe` calls waiting for the application to be between polls."""
         self.processing_generation = -1
         self.processing_member = ""
         self.blocked_on: int | None = None
@@ -159,7 +171,9 @@ class Consumer:
         self.rng: Any = None
         self.now_ms = 0
         self.processed = 0
-        self.closing = False
+        self.close_phase = ""
+        """`close()`: "" before it; `commit`, `leave` (waiting for the requests still pending to
+        the coordinator), then `closed`."""
         self.previous_assignment: list[TopicPartition] = []
 
     # ------------------------------------------------------------------ handlers
@@ -200,6 +214,9 @@ class Consumer:
             self._find_coordinator(out)
         elif kind == "commit-retry":
             self._retry_commit(out, int(arg))
+        elif kind == "close-timeout":
+            self._close_timed_out(out)
+        self._maybe_closed(out)
         return out
 
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
@@ -212,6 +229,7 @@ class Consumer:
         if isinstance(message, Disconnected):
             if message.peer.startswith("broker-"):
                 self._disconnected(out, int(message.peer.rsplit("-", 1)[1]))
+            self._maybe_closed(out)
             return out
         request = self.requests.pop(inbound.correlation_id, None)
         if request is None:
@@ -242,6 +260,7 @@ class Consumer:
             case LeaveGroupResponse():
                 pass
         self._resume_poll(out)
+        self._maybe_closed(out)
         return out
 
     def snapshot(self) -> dict[str, Any]:
@@ -276,6 +295,13 @@ class Consumer:
             self.app, self.app_until_ms = App.PROCESSING, self.stall_until_ms
             out.set_timer("app", self.stall_until_ms - self.now_ms)
             return
+        if self.deferred_calls:
+            # The application is between two polls: it makes the calls it was asked for
+            # instead of polling (after either, it polls no more).
+            calls, self.deferred_calls = self.deferred_calls, []
+            for action in calls:
+                self._call_now(out, action)
+            return
         self.last_poll_ms = self.now_ms
         self._arm_poll_timeout(out)
         self.app = App.POLLING
@@ -307,10 +333,26 @@ class Consumer:
         self.processing = returned
         self.processing_generation = self.m.generation_id
         self.processing_member = self.m.member_id
-        count = sum(r.end - r.first for r in returned)
+        self.processing_started_ms = self.now_ms
+        self.slow_spells = [s for s in self.slow_spells if s[1] is None or s[1] > self.now_ms]
         self.app = App.PROCESSING
-        self.app_until_ms = self.now_ms + count * self.config.process_record_ms
+        self.app_until_ms = self.now_ms + self._processing_ms(self.now_ms, sum(r.end - r.first for r in returned))
         out.set_timer("app", self.app_until_ms - self.now_ms)
+
+    def _processing_ms(self, start_ms: int, count: int) -> int:
+        """How long `count` records take from `start_ms`, one after the other: each takes
+        `process.record.ms`, or the time of the latest slow spell under way when it starts."""
+        base = self.config.process_record_ms
+        if not self.slow_spells:
+            return count * base
+        t = start_ms
+        for _ in range(count):
+            took = base
+            for since, until, record_ms in self.slow_spells:
+                if since <= t and (until is None or t < until):
+                    took = record_ms
+            t += took
+        return t - start_ms
 
     def _processed(self, out: Out) -> None:
         """The application finished the records: log them, commit as written, poll again."""
@@ -338,20 +380,37 @@ class Consumer:
         self._poll(out)
 
     def _application_call(self, out: Out, call: ApplicationCall) -> None:
-        if self.app is App.STOPPED:
+        if call.action in ("close", "unsubscribe"):
+            if self.app in (App.PROCESSING, App.BLOCKED) and not self.close_phase:
+                self.deferred_calls.append(call.action)  # made between two polls (see above)
+            else:
+                self._call_now(out, call.action)
+        elif self.app is App.STOPPED:
             return
-        if call.action == "stall":
+        elif call.action == "stall":
             self.stall_until_ms = max(self.stall_until_ms, self.now_ms + call.duration_ms)
             if self.app is App.PROCESSING and self.app_until_ms < self.stall_until_ms:
                 self.app_until_ms = self.stall_until_ms
                 out.set_timer("app", self.app_until_ms - self.now_ms)
-        elif call.action == "close":
+        elif call.action == "slow":
+            until = self.now_ms + call.duration_ms if call.duration_ms else None
+            self.slow_spells.append((self.now_ms, until, call.record_ms))
+            if self.app is App.PROCESSING and self.processing:
+                # The records in hand not yet begun take the spell's time.
+                count = sum(r.end - r.first for r in self.processing)
+                end = self.processing_started_ms + self._processing_ms(self.processing_started_ms, count)
+                self.app_until_ms = max(end, self.stall_until_ms)
+                out.set_timer("app", max(0, self.app_until_ms - self.now_ms))
+
+    def _call_now(self, out: Out, action: str) -> None:
+        if action == "close":
             self._close(out)
-        elif call.action == "unsubscribe":
-            self._unsubscribe(out)
+        elif self.app is not App.STOPPED:
+            self._unsubscribe(out)  # after close() or unsubscribe() it has no subscription left
 
     def _stop(self, out: Out) -> None:
         self.app = App.STOPPED
+        self.deferred_calls = []
         out.cancel_timer("app")
         out.cancel_timer("heartbeat")
         out.cancel_timer("poll-timeout")
@@ -736,8 +795,10 @@ class Consumer:
         out.cancel_timer("heartbeat")
 
     def _send_leave_group(self, out: Out) -> None:
+        """`maybeLeaveGroup`: only a dynamic member (KIP-345) with a known coordinator, a
+        member id, and not UNJOINED sends LeaveGroup, once, without retrying it."""
         m, cfg = self.m, self.config
-        if m.coordinator is None or not m.member_id or cfg.group_instance_id is not None:
+        if m.coordinator is None or not m.member_id or cfg.group_instance_id is not None or m.state is MemberState.UNJOINED:
             return
         self._send_to_coordinator(
             out, "leave", LeaveGroupRequest(cfg.group_id, (MemberIdentity(m.member_id, None),))
@@ -879,34 +940,76 @@ class Consumer:
     # ------------------------------------------------------------------ close and unsubscribe
 
     def _close(self, out: Out) -> None:
-        """`close()`: a synchronous auto-commit, then the revocation and LeaveGroup."""
-        self.closing = True
+        """`close()` (`ConsumerCoordinator.close`): a synchronous auto-commit
+        (`maybeAutoCommitOffsetsSync`), then `AbstractCoordinator.close`. A second call
+        returns at once."""
+        if self.close_phase == "closed":
+            out.emit("consumer_closed", group_id=self.config.group_id, member_id=self.m.member_id)
+        if self.close_phase:
+            return
+        self.close_phase = "commit"
+        out.set_timer("close-timeout", min(CLOSE_TIMEOUT_MS, self.config.request_timeout_ms))
         if self.config.enable_auto_commit and self.fetcher.all_consumed() and self.m.generation_valid:
             self._block_on_commit(out, CommitKind.CLOSE, self.fetcher.all_consumed(), then="close")
             return
         self._finish_close(out)
 
     def _finish_close(self, out: Out) -> None:
-        m = self.m
-        owned = self.fetcher.owned()
-        if owned:
-            lost = not m.generation_valid or m.state is not MemberState.STABLE
-            self._give_up(out, owned, "lost" if lost else "revoked", "close")
+        """`AbstractCoordinator.close`: the heartbeat thread stops; `onLeavePrepare` and
+        LeaveGroup; then close waits for the requests still pending to the coordinator, the
+        LeaveGroup among them (`awaitPendingRequests`, bounded by their request timeout), so
+        that a process exiting after close() does not cut its LeaveGroup off."""
+        self._on_leave_prepare(out, "close")
         self._send_leave_group(out)
-        out.emit("consumer_closed", group_id=self.config.group_id, member_id=m.member_id)
         self._stop(out)
+        self.close_phase = "leave"
+        self._maybe_closed(out)
+
+    def _close_timed_out(self, out: Out) -> None:
+        """close()'s timer expired (`createTimerForRequest`: its 30 s, at most
+        `request.timeout.ms`): a commit still retrying is given up, and close() returns without
+        waiting for the requests still pending."""
+        if self.close_phase == "commit" and self.blocked_on is not None:
+            out.cancel_timer(f"commit-retry:{self.blocked_on}")
+            self.blocked_on, self.blocked_then = None, ""
+            self._finish_close(out)
+        if self.close_phase == "leave":
+            self._closed(out)
+
+    def _maybe_closed(self, out: Out) -> None:
+        if self.close_phase != "leave":
+            return
+        m = self.m
+        if not any(to == m.coordinator and kind in _GROUP_REQUESTS for kind, to, _ in self.requests.values()):
+            self._closed(out)
+
+    def _closed(self, out: Out) -> None:
+        out.cancel_timer("close-timeout")
+        self.close_phase = "closed"
+        out.emit("consumer_closed", group_id=self.config.group_id, member_id=self.m.member_id)
 
     def _unsubscribe(self, out: Out) -> None:
-        """`unsubscribe()` does not commit: the revocation callback, then LeaveGroup."""
+        """`ClassicKafkaConsumer.unsubscribe`: the buffered records are dropped, `onLeavePrepare`
+        revokes the partitions and LeaveGroup is sent (`maybeLeaveGroup`, not waited for), then
+        the subscription is cleared. Unlike close(), nothing is committed: what was processed
+        since the last commit is processed again by the partitions' next owner."""
+        m = self.m
+        member = m.member_id
+        self._on_leave_prepare(out, "unsubscribe")
+        self._send_leave_group(out)
+        out.emit("consumer_unsubscribed", group_id=self.config.group_id, member_id=member)
+        m.reset_generation()  # `resetGenerationOnLeaveGroup`
+        self._stop(out)
+
+    def _on_leave_prepare(self, out: Out, reason: str) -> None:
+        """`ConsumerCoordinator.onLeavePrepare`: the owned partitions go before the member
+        leaves, reported lost when it is out of its generation or a rebalance is under way
+        (`rebalanceInProgress`), revoked otherwise."""
         m = self.m
         owned = self.fetcher.owned()
         if owned:
-            lost = not m.generation_valid
-            self._give_up(out, owned, "lost" if lost else "revoked", "unsubscribe")
-        self._send_leave_group(out)
-        out.emit("consumer_unsubscribed", group_id=self.config.group_id, member_id=m.member_id)
-        m.reset_generation()
-        self._stop(out)
+            lost = not m.generation_valid or not m.member_id or m.state is not MemberState.STABLE
+            self._give_up(out, owned, "lost" if lost else "revoked", reason)
 
     def _fail(self, out: Out, error: str) -> None:
         """A fatal error thrown from `poll()`: the application stops."""
@@ -1096,10 +1199,9 @@ class Consumer:
 
     def _fail_requests(self, out: Out, broker: int, *, coordinator_only: bool) -> None:
         """Fail the requests in flight to `broker` as disconnected."""
-        group_kinds = ("join", "sync", "heartbeat", "commit", "offset_fetch", "leave")
         for cid in sorted(self.requests):
             kind, to, detail = self.requests[cid]
-            if to != broker or (coordinator_only and kind not in group_kinds):
+            if to != broker or (coordinator_only and kind not in _GROUP_REQUESTS):
                 continue
             del self.requests[cid]
             out.cancel_timer(f"timeout:{cid}")
@@ -1111,7 +1213,7 @@ class Consumer:
         if request is None:
             return
         _, broker, _ = request
-        if broker == self.m.coordinator and request[0] in ("join", "sync", "heartbeat", "commit", "offset_fetch", "leave"):
+        if broker == self.m.coordinator and request[0] in _GROUP_REQUESTS:
             self._coordinator_unknown(out, TIMEOUT)
         self._fail_requests(out, broker, coordinator_only=False)
         self._connection_failed(out, broker)

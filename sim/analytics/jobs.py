@@ -28,6 +28,7 @@ FAULT_EVENTS = (
     "node_paused",
     "node_resumed",
     "network_partitioned",
+    "network_partition_lifted",
     "network_healed",
     "link_fault_added",
 )

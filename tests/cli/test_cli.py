@@ -80,7 +80,7 @@ GROUP = '[run]\n"duration.ms" = 3000\n[cluster]\nbrokers = 1\n[broker]\n"offsets
         (
             {"s.toml": "[cluster]\nbrokers = 2\n[[faults]]\nkind = \"crash\"\nnode = \"broker-9\"\n"},
             ["run", "s.toml"],
-            "kafkasim: s.toml: [[faults]] #1: no node named 'broker-9' (the nodes are broker-1, broker-2, zookeeper)",
+            "kafkasim: s.toml: [[faults]] #1: node: no node named 'broker-9' (the nodes are broker-1, broker-2, zookeeper)",
         ),
         (
             {"s.toml": "[cluster]\nbrokers = 2\n[[faults]]\nkind = \"shutdown\"\nnode = \"zookeeper\"\n"},
@@ -153,6 +153,21 @@ GROUP = '[run]\n"duration.ms" = 3000\n[cluster]\nbrokers = 1\n[broker]\n"offsets
             {"s.toml": GROUP.replace('topics = ["T"]', 'topics = ["orders"]')},
             ["run", "s.toml"],
             "kafkasim: s.toml: [[consumers]] #1: topics: 'orders' is not a topic of [[topics]] (defined: T)",
+        ),
+        (
+            {"s.toml": GROUP + '[[faults]]\nkind = "rolling_restart"\nnodes = ["consumer-1", "broker-1"]\n'},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [[faults]] #1: nodes: 'broker-1' is not a consumer (the consumers are consumer-1)",
+        ),
+        (
+            {"s.toml": GROUP + '[[faults]]\nkind = "rolling_restart"\ngroup = "orders"\n'},
+            ["run", "s.toml"],
+            "kafkasim: s.toml: [[faults]] #1: group: no consumer has group.id 'orders' (the groups are group-1)",
+        ),
+        (
+            {"s.toml": GROUP + '[[faults]]\nkind = "zombie"\nnode = "consumer-1"\n'},
+            ["run", "s.toml", "--set", "faults.1.duration.ms=-5"],
+            "kafkasim: s.toml: [[faults]] #1: duration.ms: must be at least 1, got -5",
         ),
     ],
 )

@@ -159,47 +159,145 @@ def _committed_never_moves_back(events: list[dict[str, Any]]) -> None:
             latest[key] = offset
 
 
-@pytest.mark.parametrize(("call", "label"), [("unsubscribe", "unsubscribe_without_commit"), ("close", None)])
-def test_unsubscribe_without_a_commit_duplicates_what_close_would_have_committed(call: str, label: str | None) -> None:
-    """unsubscribe() does not commit: the records processed since the last auto-commit are
-    processed again by the next owner. close() commits them first, so nothing is."""
-    fault = f'\n[[faults]]\nkind = "{call}"\nnode = "consumer-1"\n"at.ms" = 12650\n'
-    events, checks = run(scenario(TWO, fault, records=3000, duration=40_000))
-    if label is None:
-        assert checks["duplicates"] == 0
-    else:
-        assert checks["duplicates"] > 0
-        assert checks["duplicates_by_cause"] == {label: checks["duplicates"]}
-    assert checks["consumed"] == checks["acked"] + checks["duplicates"]
+UNSUBSCRIBE_OR_CLOSE = """
+[run]
+name = "unsubscribe-or-close"
+"duration.ms" = 40000
+[network]
+"latency.min.ms" = 10
+"latency.max.ms" = 10
+[cluster]
+brokers = 3
+[broker]
+"min.insync.replicas" = 2
+"offsets.topic.num.partitions" = 5
+[[topics]]
+name = "T"
+partitions = 2
+"replication.factor" = 3
+[[producers]]
+topic = "T"
+acks = "all"
+records = 3000
+"interval.ms" = 10
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+count = 2
+"partition.assignment.strategy" = ["range"]
+"max.poll.records" = 20
+"process.record.ms" = 2
+"auto.offset.reset" = "earliest"
+commit = "{commit}"
+[[faults]]
+kind = "{call}"
+node = "consumer-1"
+"at.ms" = 15000
+"""
 
 
-def test_an_expelled_member_keeps_processing_and_its_late_commit_is_fenced() -> None:
-    """Cut off from its coordinator only, a member's heartbeats stop reaching it: the
-    coordinator removes it after its session, the partitions move, and the member, which still
-    fetches from the leaders, processes on (a zombie) until it reaches the coordinator again;
-    its commit is then refused with UNKNOWN_MEMBER_ID and the committed offset does not move
-    back. Everything both processed is counted, as expelled_session_timeout."""
-    scn = scenario(TWO, records=3000, duration=45_000)
-    with Cluster(scn) as cluster:
+def run_spying_fetches(text: str) -> tuple[list[dict[str, Any]], dict[str, Any], list[tuple[int, str, str]]]:
+    """Run a scenario and note every Fetch a consumer sends: (time, consumer, "T-p")."""
+    from protocols.codec import decode_frame  # noqa: PLC0415
+    from protocols.replication import FetchRequest  # noqa: PLC0415
+
+    fetches: list[tuple[int, str, str]] = []
+    with Cluster(parse_scenario(text, "s.toml")) as cluster:
+        transmit = cluster.kernel.network.transmit
+
+        def spy(now_ms: int, src: str, dst: str, frame: bytes) -> Any:
+            message = decode_frame(frame).message if src.startswith("consumer-") else None
+            if isinstance(message, FetchRequest):
+                fetches.extend((now_ms, src, f"{p.topic}-{p.partition}") for p in message.partitions)
+            return transmit(now_ms, src, dst, frame)
+
+        cluster.kernel.network.transmit = spy  # type: ignore[method-assign]
         events: list[dict[str, Any]] = []
         cluster.kernel.observe(events.append)
-        cluster.run(until_ms=10_000)
-        coordinator = cluster.state("consumer-1", "consumer")["coordinator"]
-        owned = cluster.state("consumer-1", "consumer")["assignment"]
-        leaders = {cluster.state(f"broker-{b}", "broker")["partitions"][tp]["leader"] for b in (1, 2, 3) for tp in owned if tp in cluster.state(f"broker-{b}", "broker")["partitions"]}
-        assert coordinator not in leaders, "the test needs the coordinator to lead none of consumer-1's partitions"
-        cluster.partition(["consumer-1"], [f"broker-{coordinator}"])
-        cluster.run(until_ms=25_000)
-        cluster.heal()
         cluster.run_to_end()
         checks = cluster.final_checks()
         assert cluster.kernel.invariant_violations == []
-    assert where(events, "group_member_removed", reason="session_timeout")
-    fenced = [e for e in where(events, "offset_commit_completed") if e["error"] in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION")]
-    assert fenced, "the zombie's commit reaches the coordinator and is refused"
-    assert checks["duplicates"] > 0
-    assert set(checks["duplicates_by_cause"]) == {"expelled_session_timeout"}
-    _committed_never_moves_back(events)
+    return events, checks, fetches
+
+
+@pytest.mark.parametrize(
+    ("call", "commit", "committed", "duplicates"),
+    [("unsubscribe", "none", 515, 214), ("close", "none", 729, 0), ("unsubscribe", "sync", 729, 0)],
+)
+def test_unsubscribe_without_a_commit_duplicates_what_close_would_have_committed(
+    call: str, commit: str, committed: int, duplicates: int
+) -> None:
+    """T has two partitions; two dynamic members with the range assignor (EAGER) and
+    auto-commit every 5000 ms share them in a stable generation: consumer 1, the leader, owns
+    T-0, consumer 2 owns T-1. Consumer 1 has processed records since its last auto-commit when
+    its application calls unsubscribe() or close(), while a batch is in hand: the call is made
+    once the batch is processed, between two polls.
+
+    unsubscribe() (`ClassicKafkaConsumer.unsubscribe`) commits nothing: onPartitionsRevoked,
+    LeaveGroup. close() (`ConsumerCoordinator.close`) first commits the position synchronously.
+    Either way the group goes Stable -> PreparingRebalance, consumer 2 learns it by heartbeat,
+    rejoins and leads generation N+1 alone with both partitions, the one rebalance; nobody
+    fetches T-0 until its OffsetFetch, which answers the last auto-commit after unsubscribe()
+    (consumer 2 processes again every record consumer 1 processed since, each labelled
+    unsubscribe_without_commit) and consumer 1's position after close(), or after a
+    commitSync() made before unsubscribe() (nothing is processed twice)."""
+    events, checks, fetches = run_spying_fetches(UNSUBSCRIBE_OR_CLOSE.format(call=call, commit=commit))
+    [called] = where(events, "application_called", action=call)
+    call_ms = called["ts_ms"]
+    member = {e["node"]: e["member_id"] for e in where(events, "partitions_assigned", generation_id=1)}
+    c1, c2 = member["consumer-1"], member["consumer-2"]
+
+    # Generation N = 1: consumer 1 leads and owns T-0, consumer 2 owns T-1.
+    [first, second] = where(events, "generation_started")
+    assert (first["generation_id"], first["leader_member_id"], first["members"]) == (1, c1, sorted([c1, c2]))
+    assert {e["node"]: e["assignment"] for e in where(events, "partitions_assigned", generation_id=1)} == {
+        "consumer-1": ["T-0"],
+        "consumer-2": ["T-1"],
+    }
+
+    # The batch in hand at the call is processed before it; then consumer 1 processes no more.
+    processed = where(events, "records_processed", node="consumer-1")
+    in_hand = [e for e in processed if e["ts_ms"] >= call_ms]
+    assert [(e["ts_ms"], e["end_offset"]) for e in in_hand] == [(15002, 729)]
+    position = max(e["end_offset"] for e in processed)
+    assert position == 729
+    [revoked] = where(events, "partitions_revoked", node="consumer-1")
+    assert (revoked["partitions"], revoked["reason"], revoked["generation_id"]) == (["T-0"], call, 1)
+    assert revoked["ts_ms"] >= in_hand[-1]["ts_ms"]
+
+    # What consumer 1 committed: auto-commits, and close()'s or the application's commitSync.
+    sent = {e["commit_id"]: e for e in where(events, "offset_commit_sent", node="consumer-1")}
+    answered = [sent[e["commit_id"]] for e in where(events, "offset_commit_answered", node="consumer-1", error="NONE")]
+    last_auto = [o for e in answered if e["kind"] == "auto" for _, _, o in e["offsets"]][-1]
+    assert last_auto == (515 if commit == "none" else 507)
+    kinds_after = [e["kind"] for e in answered if e["ts_ms"] >= call_ms]
+    assert kinds_after == {"unsubscribe": [] if commit == "none" else ["sync"], "close": ["close"]}[call]
+
+    # Exactly one rebalance: the group goes to PreparingRebalance when consumer 1 leaves, and
+    # generation N+1 = 2 has consumer 2 alone, leading, with both partitions.
+    [left] = where(events, "group_member_removed", member_id=c1)
+    assert left["reason"] == "leave"
+    states = [(e["previous_state"], e["state"], e["generation_id"]) for e in where(events, "group_state_changed") if e["ts_ms"] >= call_ms]
+    assert states == [("Stable", "PreparingRebalance", 1), ("PreparingRebalance", "CompletingRebalance", 2), ("CompletingRebalance", "Stable", 2)]
+    assert (second["generation_id"], second["leader_member_id"], second["members"]) == (2, c2, [c2])
+    assert second["ts_ms"] > left["ts_ms"]
+    [rejoin] = [e for e in where(events, "partitions_revoked", node="consumer-2") if e["ts_ms"] >= call_ms]
+    assert (rejoin["partitions"], rejoin["reason"], rejoin["generation_id"]) == (["T-1"], "rebalance", 1)
+    [assigned] = where(events, "partitions_assigned", node="consumer-2", generation_id=2)
+    assert assigned["assignment"] == ["T-0", "T-1"]
+    assert checks["rebalances"] == 2
+
+    # Consumer 2's OffsetFetch answers the last commit of T-0; nobody fetched T-0 before it.
+    [start] = [e for e in where(events, "fetch_position_set", node="consumer-2", generation_id=2) if e["partition"] == 0]
+    assert (start["source"], start["offset"]) == ("committed", committed)
+    assert committed == (last_auto if (call, commit) == ("unsubscribe", "none") else position)
+    assert [f for f in fetches if f[2] == "T-0" and call_ms <= f[0] < start["ts_ms"]] == []
+
+    # Consumer 2 processes again exactly what consumer 1 processed since that commit.
+    assert duplicates == position - committed
+    assert checks["duplicates"] == duplicates
+    assert checks["duplicates_by_cause"] == ({"unsubscribe_without_commit": duplicates} if duplicates else {})
+    assert checks["consumed"] == checks["acked"] + duplicates == 3000 + duplicates
 
 
 FAILOVER = """

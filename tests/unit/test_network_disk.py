@@ -38,6 +38,17 @@ def test_partition_drops_and_breaks_connections_until_heal() -> None:
     assert isinstance(net.transmit(0, "a", "b", b"x"), list)
 
 
+def test_lifting_one_partition_keeps_the_links_another_one_cut() -> None:
+    net = _net()
+    net.partition(["a"], ["b", "c"])
+    net.partition(["a"], ["b"])
+    net.lift(["a"], ["b", "c"])
+    assert net.transmit(0, "a", "b", b"x") == "partitioned"
+    assert net.transmit(0, "c", "a", b"x") != "partitioned"
+    net.lift(["a"], ["b"])
+    assert isinstance(net.transmit(0, "b", "a", b"x"), list)
+
+
 def test_one_way_partition_blocks_one_direction_only() -> None:
     net = _net()
     net.partition(["a"], ["b"], one_way=True)

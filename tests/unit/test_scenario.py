@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from sim.cluster import check_scenario
+from sim.faults import FaultError
 from sim.profiles import Profile
 from sim.scenario import ScenarioError, load_scenario, parse_scenario
 
@@ -60,6 +62,58 @@ def test_overrides() -> None:
 )
 def test_each_mistake_is_one_sentence_naming_file_key_and_value(text: str, expected: str) -> None:
     assert _error(text).startswith(expected)
+
+
+CONSUMERS = """
+[cluster]
+brokers = 1
+[[topics]]
+name = "T"
+[[consumers]]
+topics = ["T"]
+count = 2
+[[consumers]]
+"group.id" = "other"
+topics = ["T"]
+[[faults]]
+"""
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [
+        ('kind = "zombie"\nnode = "consumer-9"\n', "s.toml: [[faults]] #1: node: no node named 'consumer-9' (the nodes are "),
+        ('kind = "slow"\nnode = "broker-1"\n"process.record.ms" = 5\n', "s.toml: [[faults]] #1: node: 'broker-1' is not a consumer (the consumers are consumer-1, consumer-2, consumer-3)"),
+        ('kind = "close"\nnode = "zookeeper"\n', "s.toml: [[faults]] #1: node: 'zookeeper' is not a consumer"),
+        ('kind = "rolling_restart"\nnodes = ["consumer-1"]\ngroup = "group-1"\n', "s.toml: [[faults]] #1: nodes, group: a rolling restart takes one, not both (nodes ['consumer-1'], group 'group-1')"),
+        ('kind = "rolling_restart"\n', "s.toml: [[faults]] #1: a rolling restart needs `nodes` (a list of consumers) or `group` (a group.id)"),
+        ('kind = "rolling_restart"\ngroup = "grup-1"\n', "s.toml: [[faults]] #1: group: no consumer has group.id 'grup-1' (the groups are group-1, other)"),
+    ],
+)
+def test_a_client_fault_names_consumers_of_the_scenario(fault: str, expected: str) -> None:
+    with pytest.raises(FaultError) as info:
+        check_scenario(parse_scenario(CONSUMERS + fault, "s.toml"))
+    assert str(info.value).startswith(expected)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [
+        ('kind = "slow"\nnode = "consumer-1"\n', "s.toml: [[faults]] #1: 'process.record.ms' is required"),
+        ('kind = "slow"\nnode = "consumer-1"\n"process.record.ms" = -1\n', "s.toml: [[faults]] #1: process.record.ms: must be at least 0, got -1"),
+        ('kind = "rolling_restart"\ngroup = "other"\n"down.ms" = -1\n', "s.toml: [[faults]] #1: down.ms: must be at least 0, got -1"),
+        ('kind = "rolling_restart"\ngroup = "other"\n"interval.ms" = "10s"\n', "s.toml: [[faults]] #1: interval.ms: expected an integer, got '10s' (a string)"),
+        ('kind = "zombie"\nnode = "consumer-1"\n"duration.ms" = 0\n', "s.toml: [[faults]] #1: duration.ms: must be at least 1, got 0"),
+    ],
+)
+def test_a_client_fault_value_out_of_range(fault: str, expected: str) -> None:
+    assert _error(CONSUMERS + fault).startswith(expected)
+
+
+def test_a_rolling_restart_of_a_group_is_its_consumers_in_node_order() -> None:
+    [fault] = check_scenario(parse_scenario(CONSUMERS + 'kind = "rolling_restart"\ngroup = "group-1"\n', "s.toml"))
+    assert (fault.nodes, fault.group, fault.interval_ms, fault.down_ms) == (("consumer-1", "consumer-2"), None, 10_000, 0)
 
 
 @pytest.mark.parametrize(
