@@ -22,7 +22,7 @@ from itertools import accumulate
 from sys import intern
 from typing import Protocol, overload
 
-__all__ = ["Batch", "LogEntries", "ValueRun", "compact_values", "numbered"]
+__all__ = ["Batch", "BatchRuns", "LogEntries", "Run", "ValueRun", "compact_values", "numbered"]
 
 _DIGITS = "0123456789"
 
@@ -116,6 +116,26 @@ Entry = tuple[int, int, str]
 """(offset, leader epoch, value)."""
 
 
+Run = tuple[int, int, Sequence[str]]
+"""(base offset, leader epoch, values)."""
+
+
+class BatchRuns(Sequence[Run]):
+    """Batches as runs, made as they are read."""
+
+    __slots__ = ("_batches",)
+
+    def __init__(self, batches: tuple[Batch, ...]) -> None:
+        self._batches = batches
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+    def __getitem__(self, index: int) -> Run:  # type: ignore[override] - no slices
+        batch = self._batches[index]
+        return batch.base_offset, batch.leader_epoch, batch.values
+
+
 class LogEntries(Sequence[Entry]):
     """A log's records, `(offset, leader epoch, value)` by offset, read from its batches. The
     log starts at offset 0 and its batches follow each other."""
@@ -127,10 +147,9 @@ class LogEntries(Sequence[Entry]):
         self._ends: array[int] | None = None
         """Each batch's end offset, made when an entry is first read by offset."""
 
-    def runs(self) -> Iterator[tuple[int, int, Sequence[str]]]:
+    def runs(self) -> BatchRuns:
         """The records batch by batch: (base offset, leader epoch, values)."""
-        for batch in self.batches:
-            yield batch.base_offset, batch.leader_epoch, batch.values
+        return BatchRuns(self.batches)
 
     def __len__(self) -> int:
         if not self.batches:

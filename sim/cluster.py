@@ -13,7 +13,7 @@ the seed, so every log says how to reproduce it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -30,14 +30,14 @@ from actors.producer.behavior import Producer, ProducerConfig
 from actors.producer.partitioner import Partitioning
 from actors.workload import GossipActor, GossipConfig
 from actors.zookeeper.behavior import ZooKeeper
-from protocols.records import LogEntries, ValueRun
+from protocols.records import LogEntries, Run, ValueRun
 from protocols.replication import LeaderAndIsrPartition
 from sim.disk import CrashKind, Disk
 from sim.eventlog import EventLog
 from sim.faults import CONSUMER_ACTOR, Fault, check_fault, fault_from_scenario, schedule_fault
 from sim.groups import GroupAccounting
 from sim.invariants import Invariants
-from sim.log_checks import Run, ValueIndex, diverged_replicas, mismatches, runs_of, written_twice
+from sim.log_checks import ValueIndex, at_offsets, diverged_replicas, runs_of, written_twice
 from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec, StopReason
 from sim.network import NetworkConfig
 from sim.scenario import Scenario, replica_assignment
@@ -193,14 +193,9 @@ class Cluster:
         producers = [
             self.state(f"producer-{i + 1}", "producer") for i in range(len(self.scenario.producers))
         ]
-        acked = [  # (partition, offset, values) of every acknowledged run of records
-            (f"{spec['topic']}-{partition}", offset, ValueRun(f"producer-{k + 1}:", first, count))
-            for k, (p, spec) in enumerate(zip(producers, self.scenario.producers, strict=True))
-            for partition, offset, first, count in p["acked_runs"].runs()
-        ]
         # Internal topics (`__consumer_offsets`) hold the coordinator's records, not a producer's.
         replicas = {tp: r for tp, r in self._replica_logs().items() if not tp.startswith("__")}
-        final: dict[str, list[Run]] = {}
+        final: dict[str, Sequence[Run]] = {}
         duplicated: list[dict[str, Any]] = []
         diverged = []
         for tp in sorted(replicas):
@@ -208,17 +203,29 @@ class Cluster:
             duplicated += written_twice(tp, final[tp])
             logs = {b: (r["log"], r["high_watermark"]) for b, r in replicas[tp].items()}
             diverged += [{"partition": tp, **d} for d in diverged_replicas(logs)]
-        present = ValueIndex(values for runs in final.values() for _, _, values in runs)
+        reused, moved = 0, []
+        for k, (p, spec) in enumerate(zip(producers, self.scenario.producers, strict=True)):
+            for partition, offset, first, count in p["acked_runs"].runs():
+                tp = f"{spec['topic']}-{partition}"
+                values = ValueRun(f"producer-{k + 1}:", first, count)
+                other, absent = at_offsets(final.get(tp, ()), offset, values)
+                reused += other
+                if absent:
+                    moved.append((tp, offset, values, absent))
+        # Only records no longer where they were acknowledged may be lost: look for them anywhere.
+        held = (values for runs in final.values() for _, _, values in runs) if moved else ()
+        present = ValueIndex(held)
         lost_records = [  # where each was acknowledged: its producer is in its value
             {"partition": tp, "offset": offset + i, "value": values[i]}
-            for tp, offset, values in acked
-            for i in present.missing(values)
+            for tp, offset, values, absent in moved
+            for i in absent
+            if values[i] not in present
         ]
         return {
             "produced": sum(p["sent"] for p in producers),
             "acked": sum(p["acked"] for p in producers),
             "lost_acked": len(lost_records),
-            "reused_offsets": sum(mismatches(final.get(tp, []), o, values) for tp, o, values in acked),
+            "reused_offsets": reused,
             "log_duplicates": sum(len(d["offsets"]) - 1 for d in duplicated),
             "diverged_replicas": diverged,
             "lost_records": lost_records,

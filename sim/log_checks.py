@@ -6,8 +6,9 @@ a log given record by record, one run per record (`runs_of`). The checks compare
 where they can and make strings only of what they report, so checking an hour's logs costs
 memory per batch, not per record:
 - `diverged_replicas`: replicas whose committed prefixes differ (`WeakIsr`'s consequence);
+- `at_offsets`: acknowledged offsets that now hold another record (an unclean election), and
+  the acknowledged records not where they were written, the only ones that can be lost;
 - `ValueIndex` and `lost_acknowledged`: acknowledged records, by value, absent from the logs;
-- `mismatches`: acknowledged offsets that now hold another record (an unclean election);
 - `written_twice`: records a log holds at more than one offset (a producer's retries).
 """
 
@@ -17,32 +18,29 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from protocols.records import LogEntries, ValueRun, numbered
+from protocols.records import LogEntries, Run, ValueRun, numbered
 
 __all__ = [
-    "Run",
     "ValueIndex",
     "diverged_replicas",
+    "at_offsets",
     "lost_acknowledged",
-    "mismatches",
     "runs_of",
     "written_twice",
 ]
 
-Run = tuple[int, int, Sequence[str]]
-"""(base offset, leader epoch, values)."""
 Log = Sequence[tuple[int, int, str]]
 """(offset, leader epoch, value) by offset."""
 
 
-def runs_of(log: Log) -> list[Run]:
+def runs_of(log: Log) -> Sequence[Run]:
     """A log's runs: its batches, or one per record for a log given record by record."""
     if isinstance(log, LogEntries):
-        return list(log.runs())
+        return log.runs()
     return [(offset, epoch, (value,)) for offset, epoch, value in log]
 
 
-def _first_difference(a: list[Run], b: list[Run], limit: int) -> tuple[int, str, str] | None:
+def _first_difference(a: Sequence[Run], b: Sequence[Run], limit: int) -> tuple[int, str, str] | None:
     """The first offset below `limit` where two logs hold different records (another epoch or
     another value), with both values."""
     i = j = offset = 0
@@ -124,62 +122,47 @@ class ValueIndex:
         i = bisect_right(starts, split[1]) - 1
         return i >= 0 and split[1] < ends[i]
 
-    def missing(self, values: Sequence[str]) -> list[int]:
-        """The indexes of `values` this index lacks, in order."""
-        if type(values) is not ValueRun or values.step != 1:
-            return [i for i, value in enumerate(values) if value not in self]
-        starts, ends = self._numbers.get(values.prefix, ([], []))
-        first, end = values.first, values.first + values.count
-        found: list[int] = []
-        i = max(0, bisect_right(starts, first) - 1)
-        n = first
-        while n < end:
-            if i < len(starts) and ends[i] <= n:  # an interval below n
-                i += 1
-            elif i < len(starts) and starts[i] <= n:  # n is covered up to the interval's end
-                n = ends[i]
-                i += 1
-            else:  # a gap up to the next interval
-                gap_end = min(end, starts[i]) if i < len(starts) else end
-                found.extend(range(n - first, gap_end - first))
-                n = gap_end
-        return found
-
-
 def lost_acknowledged(acknowledged: Sequence[str], committed_values: Sequence[str]) -> list[str]:
     """Acknowledged records (by value: producer and sequence) absent from the committed log."""
     index = ValueIndex((committed_values,))
-    return [acknowledged[i] for i in index.missing(acknowledged)]
+    return [value for value in acknowledged if value not in index]
 
 
-def _differences(a: Sequence[str], b: Sequence[str]) -> int:
-    """How many positions of two equally long value sequences differ. Two runs of one step
-    agree everywhere or nowhere (a prefix never ends in a digit)."""
+def _differing(a: Sequence[str], b: Sequence[str]) -> Sequence[int]:
+    """The positions where two equally long value sequences differ. Two runs of one step agree
+    everywhere or nowhere (a prefix never ends in a digit)."""
     if type(a) is ValueRun and type(b) is ValueRun and a.step == b.step:
-        return 0 if a.prefix == b.prefix and a.first == b.first else len(a)
-    return sum(1 for x, y in zip(a, b, strict=True) if x != y)
+        return range(0) if a.prefix == b.prefix and a.first == b.first else range(len(a))
+    return [k for k, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
 
 
-def mismatches(log: list[Run], offset: int, values: Sequence[str]) -> int:
-    """How many of `values`, written from `offset` on, `log` now holds another record for at
-    their offsets (offsets it does not have do not count)."""
+def at_offsets(log: Sequence[Run], offset: int, values: Sequence[str]) -> tuple[int, list[int]]:
+    """`values`, written from `offset` on, against what `log` holds now: how many of their
+    offsets hold another record (an offset reused), and the indexes of the values not at their
+    offset (those, and the ones at offsets the log does not have): only these can be lost."""
     start, end = offset, offset + len(values)
-    count = 0
+    reused, absent = 0, []
+    compared = start  # the offsets below were compared, or are past the log
     i = max(0, bisect_right(log, start, key=lambda run: run[0]) - 1)
     while i < len(log) and log[i][0] < end:
         base, _, held = log[i]
         lo, hi = max(start, base), min(end, base + len(held))
         if lo < hi:
-            count += _differences(held[lo - base : hi - base], values[lo - start : hi - start])
+            absent.extend(range(compared - start, lo - start))
+            differing = _differing(held[lo - base : hi - base], values[lo - start : hi - start])
+            reused += len(differing)
+            absent.extend(lo - start + k for k in differing)
+            compared = hi
         i += 1
-    return count
+    absent.extend(range(compared - start, len(values)))
+    return reused, absent
 
 
 _Span = tuple[int, int, int, range]
 """Numbers of one prefix in a run: (lowest, highest + 1, offset of the first, the numbers)."""
 
 
-def written_twice(tp: str, log: list[Run]) -> list[dict[str, Any]]:
+def written_twice(tp: str, log: Sequence[Run]) -> list[dict[str, Any]]:
     """The records a log holds more than once: partition, value (`producer:number`) and every
     offset it is at, ordered by the first. Runs whose numbers cannot overlap are never
     expanded: only the runs of a prefix whose ranges overlap are compared number by number."""
