@@ -42,7 +42,8 @@ class RecordBatch:
     """A batch of records as the producer built it and every replica stores it: the unit of a
     partition log, of a produce and of a fetch. Each value names its producer and the record's
     number (`producer-1:17`), so a record written twice (a producer retry) is told apart from
-    one consumed twice."""
+    one consumed twice. Decoded, `values` is a tuple; a log holds it as a `ValueRun` where it
+    is one (`protocols.records`), which encodes to the same list of strings."""
 
     base_offset: int
     leader_epoch: int

@@ -13,7 +13,7 @@ the seed, so every log says how to reproduce it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -30,12 +30,14 @@ from actors.producer.behavior import Producer, ProducerConfig
 from actors.producer.partitioner import Partitioning
 from actors.workload import GossipActor, GossipConfig
 from actors.zookeeper.behavior import ZooKeeper
+from protocols.records import LogEntries, Run, ValueRun
 from protocols.replication import LeaderAndIsrPartition
 from sim.disk import CrashKind, Disk
 from sim.eventlog import EventLog
 from sim.faults import CONSUMER_ACTOR, Fault, FaultContext, fault_from_scenario, resolve_fault, schedule_fault
 from sim.groups import GroupAccounting
-from sim.invariants import Invariants, diverged_replicas, lost_acknowledged
+from sim.invariants import Invariants
+from sim.log_checks import ValueIndex, at_offsets, diverged_replicas, runs_of, written_twice
 from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec, StopReason
 from sim.network import NetworkConfig
 from sim.scenario import Scenario, replica_assignment
@@ -251,35 +253,39 @@ class Cluster:
         producers = [
             self.state(f"producer-{i + 1}", "producer") for i in range(len(self.scenario.producers))
         ]
-        acked_at = [  # (partition, offset, value) of every acknowledged record
-            (f"{spec['topic']}-{partition}", base + i, f"producer-{k + 1}:{number}")
-            for k, (p, spec) in enumerate(zip(producers, self.scenario.producers, strict=True))
-            for partition, base, numbers in p["acked_batches"]
-            for i, number in enumerate(numbers)
-        ]
-        acked = [value for _, _, value in acked_at]
         # Internal topics (`__consumer_offsets`) hold the coordinator's records, not a producer's.
         replicas = {tp: r for tp, r in self._replica_logs().items() if not tp.startswith("__")}
-        present: list[str] = []
+        final: dict[str, Sequence[Run]] = {}
         duplicated: list[dict[str, Any]] = []
         diverged = []
-        final: dict[str, dict[int, str]] = {}
         for tp in sorted(replicas):
-            authority = _authoritative(replicas[tp])
-            final[tp] = {offset: value for offset, _, value in authority}
-            present += [value for _, _, value in authority]
-            duplicated += written_twice(tp, authority)
+            final[tp] = runs_of(_authoritative(replicas[tp]))
+            duplicated += written_twice(tp, final[tp])
             logs = {b: (r["log"], r["high_watermark"]) for b, r in replicas[tp].items()}
             diverged += [{"partition": tp, **d} for d in diverged_replicas(logs)]
-        lost = set(lost_acknowledged(acked, present))
+        reused, moved = 0, []
+        for k, (p, spec) in enumerate(zip(producers, self.scenario.producers, strict=True)):
+            for partition, offset, first, count in p["acked_runs"].runs():
+                tp = f"{spec['topic']}-{partition}"
+                values = ValueRun(f"producer-{k + 1}:", first, count)
+                other, absent = at_offsets(final.get(tp, ()), offset, values)
+                reused += other
+                if absent:
+                    moved.append((tp, offset, values, absent))
+        # Only records no longer where they were acknowledged may be lost: look for them anywhere.
+        held = (values for runs in final.values() for _, _, values in runs) if moved else ()
+        present = ValueIndex(held)
         lost_records = [  # where each was acknowledged: its producer is in its value
-            {"partition": tp, "offset": offset, "value": value} for tp, offset, value in acked_at if value in lost
+            {"partition": tp, "offset": offset + i, "value": values[i]}
+            for tp, offset, values, absent in moved
+            for i in absent
+            if values[i] not in present
         ]
         return {
             "produced": sum(p["sent"] for p in producers),
-            "acked": len(acked),
+            "acked": sum(p["acked"] for p in producers),
             "lost_acked": len(lost_records),
-            "reused_offsets": sum(1 for tp, offset, value in acked_at if final.get(tp, {}).get(offset, value) != value),
+            "reused_offsets": reused,
             "log_duplicates": sum(len(d["offsets"]) - 1 for d in duplicated),
             "diverged_replicas": diverged,
             "lost_records": lost_records,
@@ -533,20 +539,7 @@ def _workload_nodes(scenario: Scenario) -> list[NodeSpec]:
     ]
 
 
-def written_twice(tp: str, log: list[tuple[int, int, str]]) -> list[dict[str, Any]]:
-    """The records a log holds more than once: partition, value (`producer:number`) and every
-    offset it is at."""
-    offsets: dict[str, list[int]] = {}
-    for offset, _, value in log:
-        offsets.setdefault(value, []).append(offset)
-    return [
-        {"partition": tp, "value": value, "offsets": at}
-        for value, at in sorted(offsets.items(), key=lambda item: item[1][0])
-        if len(at) > 1
-    ]
-
-
-def _authoritative(replicas: dict[int, dict[str, Any]]) -> list[tuple[int, int, str]]:
+def _authoritative(replicas: dict[int, dict[str, Any]]) -> LogEntries:
     """The log that counts: the live leader with the highest epoch, else the longest log."""
     leaders = [r for r in replicas.values() if r["role"] == "leader"]
     if leaders:

@@ -23,19 +23,18 @@ offsets only, so this costs no per-record logging. A replica whose shadow cannot
 (it started from a prepared disk, or restarted after a power or disk loss, where Kafka itself
 promises nothing: KIP-966) is left out until it is back in sync.
 
-The end-of-run checks compare final replica logs: committed prefixes that differ between
-replicas, and acknowledged records that no longer exist.
+The end-of-run checks, on the final logs, are in `sim.log_checks`.
 """
 
 from __future__ import annotations
 
 import json
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Invariants", "Violation", "diverged_replicas", "lost_acknowledged"]
+__all__ = ["Invariants", "Violation"]
 
 INT_MAX = 2**63 - 1
 
@@ -300,28 +299,3 @@ class Invariants:
         return [
             Violation("leader_in_isr", event["ts_ms"], event["node"], f"{where}: ISR {event['isr']} lacks leader {broker}")
         ]
-
-
-Log = Sequence[tuple[int, int, str]]  # (offset, leader_epoch, value)
-
-
-def diverged_replicas(replicas: Mapping[int, tuple[Log, int]]) -> list[dict[str, Any]]:
-    """Pairs of replicas whose committed prefixes differ: records below both HWs that are not
-    the same record (`WeakIsr`'s consequence: committed data is the same everywhere)."""
-    found = []
-    brokers = sorted(replicas)
-    for i, a in enumerate(brokers):
-        for b in brokers[i + 1 :]:
-            (log_a, hw_a), (log_b, hw_b) = replicas[a], replicas[b]
-            limit = min(hw_a, hw_b, len(log_a), len(log_b))
-            for offset in range(limit):
-                if log_a[offset] != log_b[offset]:
-                    found.append({"replicas": [a, b], "offset": offset, "values": [log_a[offset][2], log_b[offset][2]]})
-                    break
-    return found
-
-
-def lost_acknowledged(acknowledged: Sequence[str], committed_values: Sequence[str]) -> list[str]:
-    """Acknowledged records (by value: producer and sequence) absent from the committed log."""
-    present = set(committed_values)
-    return [value for value in acknowledged if value not in present]

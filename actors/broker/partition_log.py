@@ -10,6 +10,11 @@ are found by bisecting the batches' end offsets. Kafka truncates and reads at ba
 and replicas that copy whole batches keep their boundaries aligned; where a bound falls inside a
 batch anyway (a log prepared record by record, say), the batch is cut at it.
 
+Memory per record is what bounds a long run, so a batch's values are held as a run
+(`protocols.records.ValueRun`) where they are one, and a follower whose fetched batch equals the
+one its leader appended in this process keeps the leader's object (`_SharedBatches`): the three
+replicas of a batch cost one batch. The per-batch offsets are arrays of machine integers.
+
 Durability follows Kafka, which does not fsync on acknowledge: records go to the page cache (`Append`, never
 flushed on acknowledge), the leader-epoch checkpoint is rewritten and fsynced on every change,
 and the HW reaches `replication-offset-checkpoint` only when the broker's periodic task calls
@@ -21,15 +26,17 @@ Left out: segments, the log start offset moving (retention), compaction, transac
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
+from collections import OrderedDict
 from itertools import accumulate
 from dataclasses import dataclass, field, replace
-from sys import intern
 from typing import Any
 
 from actors.broker.epoch_cache import EpochCache, EpochEntry
 from actors.broker.producer_state import ProducerStateManager
 from actors.core import Append, Out, WriteFile
+from protocols.records import LogEntries, compact_values
 from protocols.replication import RecordBatch, batch_size_bytes
 from protocols.types import TopicPartition
 
@@ -58,10 +65,31 @@ def hw_file(tp: TopicPartition) -> str:
     return f"{tp}/replication-offset-checkpoint"
 
 
-def _shared(values: tuple[str, ...]) -> tuple[str, ...]:
-    """The values as one string object per record across every replica of the node's process:
-    each replica decodes its own copy from its fetch answers, and a long run holds millions."""
-    return tuple(map(intern, values))
+class _SharedBatches:
+    """The batches leaders appended last in this process, so that a follower keeps the leader's
+    object instead of the copy it decoded from its fetch answer (they are equal and immutable:
+    which one a replica holds changes nothing it does). Like `sys.intern`, it spans the
+    process; a follower fetches a batch within milliseconds, so the newest few thousand do."""
+
+    LIMIT = 8192
+
+    def __init__(self) -> None:
+        self._batches: OrderedDict[tuple[TopicPartition, int], RecordBatch] = OrderedDict()
+
+    def add(self, tp: TopicPartition, batch: RecordBatch) -> None:
+        self._batches[(tp, batch.base_offset)] = batch
+        if len(self._batches) > self.LIMIT:
+            self._batches.popitem(last=False)  # one call: atomic under the actor threads' GIL
+
+    def share(self, tp: TopicPartition, batch: RecordBatch) -> RecordBatch:
+        """The leader's equal batch, else `batch` with its values compact."""
+        leader = self._batches.get((tp, batch.base_offset))
+        if leader is not None and leader == batch:
+            return leader
+        return replace(batch, values=compact_values(batch.values))
+
+
+_SHARED = _SharedBatches()
 
 
 @dataclass(slots=True)
@@ -72,16 +100,16 @@ class PartitionLog:
     batches: list[RecordBatch] = field(default_factory=list)
     high_watermark: int = 0
     epochs: EpochCache = field(default_factory=EpochCache)
-    _ends: list[int] = field(default_factory=list)
+    _ends: array[int] = field(default_factory=lambda: array("q"))
     """Each batch's end offset, for bisecting."""
-    _positions: list[int] = field(default_factory=list)
+    _positions: array[int] = field(default_factory=lambda: array("q"))
     """The log's size in bytes after each batch (a segment's file position)."""
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
     """The idempotent producers' last batches, kept from every append."""
 
     def __post_init__(self) -> None:
-        self._ends = [batch.end_offset for batch in self.batches]
-        self._positions = list(accumulate(batch.size_bytes for batch in self.batches))
+        self._ends = array("q", (batch.end_offset for batch in self.batches))
+        self._positions = array("q", accumulate(batch.size_bytes for batch in self.batches))
         self.producers = ProducerStateManager.rebuilt(self.batches)
 
     @property
@@ -92,13 +120,10 @@ class PartitionLog:
     def latest_epoch(self) -> int:
         return self.epochs.latest_epoch
 
-    def entries(self) -> list[tuple[int, int, str]]:
-        """Every record as (offset, leader epoch, value): for checks and tests, not the hot path."""
-        return [
-            (batch.base_offset + i, batch.leader_epoch, value)
-            for batch in self.batches
-            for i, value in enumerate(batch.values)
-        ]
+    def entries(self) -> LogEntries:
+        """Every record as (offset, leader epoch, value), made as they are read: for checks and
+        tests, not the hot path."""
+        return LogEntries(self.batches)
 
     @classmethod
     def recover(cls, tp: TopicPartition, disk: dict[str, Any]) -> PartitionLog:
@@ -123,10 +148,17 @@ class PartitionLog:
         producer_id, producer_epoch, base_sequence = producer
         size_bytes = size_bytes or batch_size_bytes(max(map(len, values), default=0), len(values))
         batch = RecordBatch(
-            self.log_end_offset, leader_epoch, _shared(values), producer_id, producer_epoch, base_sequence, size_bytes
+            self.log_end_offset,
+            leader_epoch,
+            compact_values(values),
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            size_bytes,
         )
         if values:
             self._append(out, (batch,))
+            _SHARED.add(self.tp, batch)
         return batch
 
     def append_as_follower(self, out: Out, batches: tuple[RecordBatch, ...]) -> None:
@@ -138,7 +170,7 @@ class PartitionLog:
         if not batches:
             return
         assert batches[0].base_offset == end, (self.tp, batches[0].base_offset, end)
-        self._append(out, tuple(replace(b, values=_shared(b.values)) for b in batches))
+        self._append(out, tuple(_SHARED.share(self.tp, b) for b in batches))
 
     def truncate_to(self, out: Out, offset: int) -> bool:
         """Keep the records below `offset`; the HW and epoch cache follow. True if anything went."""

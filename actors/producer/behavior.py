@@ -42,6 +42,7 @@ from typing import Any
 from actors.broker.config import broker_address
 from actors.core import Ctx, Inbound, Out
 from actors.producer.accumulator import ProducerBatch, RecordAccumulator
+from actors.producer.acked import AckedRecords
 from actors.producer.config import ProducerConfig
 from actors.producer.idempotence import Idempotence
 from actors.producer.partitioner import Partitioner, Partitioning
@@ -103,9 +104,9 @@ class _Request:
 class ProducerState:
     generated: int = 0
     """Records handed to the producer so far."""
-    acked: list[tuple[int, int, list[int]]] = field(default_factory=list)
-    """(partition, base offset, record numbers) of each acknowledged batch: a batch, not a
-    record, per entry, so a long run's checks cost little memory."""
+    acked: AckedRecords = field(default_factory=AckedRecords)
+    """Where each acknowledged record was written, as runs of consecutive numbers and offsets,
+    for the end-of-run checks."""
     failed: int = 0
     """Records whose batch failed for good."""
     requests: dict[int, _Request] = field(default_factory=dict)
@@ -206,8 +207,8 @@ class Producer:
         s = self.state
         return {
             "sent": s.generated,
-            "acked": sum(len(numbers) for _, _, numbers in s.acked),
-            "acked_batches": [(partition, base, list(numbers)) for partition, base, numbers in s.acked],
+            "acked": s.acked.count,
+            "acked_runs": s.acked.copy(),
             "failed": s.failed,
             "in_flight": sum(len(r.batches) for r in s.requests.values()),
             "queued": len(self.accumulator),
@@ -487,7 +488,7 @@ class Producer:
         if self.idempotence is not None:
             self.idempotence.acked(batch)
         if cfg.acks != 0:
-            state.acked.append((batch.partition, base_offset, batch.numbers))
+            state.acked.add(batch.partition, base_offset, batch.numbers)
         self._completed(out, batch, error.name, base_offset)
 
     def _fail(self, out: Out, batch: ProducerBatch, error: str) -> None:

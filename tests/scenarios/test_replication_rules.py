@@ -14,7 +14,7 @@ import pytest
 
 from actors.broker.config import broker_address
 from protocols.errors import ErrorCode
-from sim.invariants import diverged_replicas
+from sim.log_checks import diverged_replicas
 from sim.kernel import Kernel
 from tests.harness import (
     Script,

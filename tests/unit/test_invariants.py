@@ -10,7 +10,8 @@ import pytest
 
 from actors.broker.config import broker_address
 from sim.eventlog import EventLog
-from sim.invariants import Invariants, Violation, diverged_replicas, lost_acknowledged
+from sim.invariants import Invariants, Violation
+from sim.log_checks import diverged_replicas, lost_acknowledged
 from sim.kernel import SimulationFailed
 from tests.harness import Script, build, leader_and_isr
 
