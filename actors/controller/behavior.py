@@ -139,6 +139,8 @@ class _Waiting:
     purpose: str
     arg: Any
     session_id: int
+    message: Any = None
+    sent_ms: int = 0
 
 
 @dataclass(slots=True)
@@ -149,6 +151,8 @@ class _State:
     broker_epoch: int = -1
     controller_epoch: int = -1
     """The epoch this broker won with, while ACTIVE."""
+    attempted_epoch: int = -1
+    """The epoch of its last election multi."""
     active_controller: int = -1
     next_correlation_id: int = 0
     waiting: dict[int, _Waiting] = field(default_factory=dict)
@@ -175,19 +179,24 @@ class Controller:
         self.running: _Running | None = None
         self.steps = 0
         self.shutdown: _Shutdown | None = None
+        self.now_ms = 0
 
     # ------------------------------------------------------------------ handlers
 
     def on_start(self, ctx: Ctx) -> Out:
+        self.now_ms = ctx.now_ms
         out = Out()
         self._connect(out)
         return out
 
     def on_timer(self, ctx: Ctx, key: str) -> Out:
+        self.now_ms = ctx.now_ms
         out = Out()
         kind, _, arg = key.partition(":")
-        if kind == "ping" and self.s.session_id:
-            self._request(out, ZkPingRequest(self.s.session_id), "ping")
+        if kind == "ping":
+            self._check_connection(out)
+            if self.s.session_id:
+                self._request(out, ZkPingRequest(self.s.session_id), "ping")
             out.set_timer("ping", self.config.session_timeout_ms // 3)
         elif kind == "register" and self.s.state is CandidateState.REGISTERING:
             self._register(out)
@@ -204,6 +213,7 @@ class Controller:
         return out
 
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
+        self.now_ms = ctx.now_ms
         out = Out()
         msg = inbound.message
         match msg:
@@ -267,8 +277,25 @@ class Controller:
 
     def _request(self, out: Out, message: Any, purpose: str, arg: Any = None) -> None:
         self.s.next_correlation_id += 1
-        self.s.waiting[self.s.next_correlation_id] = _Waiting(purpose, arg, self.s.session_id)
+        waiting = _Waiting(purpose, arg, self.s.session_id, message, self.now_ms)
+        self.s.waiting[self.s.next_correlation_id] = waiting
         out.send(ZOOKEEPER, message, self.s.next_correlation_id)
+
+    def _check_connection(self, out: Out) -> None:
+        """A request unanswered for the client's read timeout (two thirds of the session
+        timeout) means its connection broke: over TCP an answer is not lost alone. As
+        `ClientCnxn` does, every request pending on it fails (CONNECTIONLOSS) and, as Kafka's
+        `ZooKeeperClient` does (`retryRequestsUntilConnected`), each is sent again; the session
+        goes on if it has not expired."""
+        read_timeout = self.config.session_timeout_ms * 2 // 3
+        pending = sorted(self.s.waiting.items())
+        if not any(self.now_ms - w.sent_ms >= read_timeout for _, w in pending):
+            return
+        out.emit("zk_connection_lost", broker_id=self.config.broker_id, session_id=self.s.session_id, pending=len(pending))
+        self.s.waiting = {}
+        for _, w in pending:
+            if w.purpose != "ping" and (w.session_id == self.s.session_id or w.purpose == "connect"):
+                self._request(out, w.message, w.purpose, w.arg)
 
     def _on_zookeeper_response(self, out: Out, inbound: Inbound) -> None:
         waiting = self.s.waiting.pop(inbound.correlation_id, None)
@@ -290,6 +317,10 @@ class Controller:
                 self._connected(out, session_id, timeout_ms)
             case "register", MultiResponse() as resp:
                 self._registered(out, resp)
+            case "register-check", GetDataResponse() as resp:
+                self._registration_checked(out, resp)
+            case "check-epoch", GetDataResponse() as resp:
+                self._election_checked(out, resp)
             case "read-epoch", GetDataResponse() as resp:
                 self._elect(out, resp)
             case "elect", MultiResponse() as resp:
@@ -310,6 +341,7 @@ class Controller:
         if self.s.state is not CandidateState.ACTIVE:
             self.s.state = CandidateState.CONNECTING
         self._request(out, ConnectRequest(self.config.session_timeout_ms), "connect")
+        out.set_timer("ping", self.config.session_timeout_ms // 3)
 
     def _connected(self, out: Out, session_id: int, timeout_ms: int) -> None:
         self.s.session_id = session_id
@@ -357,14 +389,32 @@ class Controller:
         self._request(out, MultiRequest(self.s.session_id, (op,)), "register")
 
     def _registered(self, out: Out, resp: MultiResponse) -> None:
+        if resp.error is ZkError.NODEEXISTS:
+            # `CheckedEphemeral`: the node may be this session's own, created by a request
+            # sent again after its connection broke.
+            path = zk.broker_path(self.config.broker_id)
+            self._request(out, GetDataRequest(self.s.session_id, path), "register-check")
+            return
         if resp.error is not ZkError.OK:
-            # NODEEXISTS: the previous session's node is still there until that session expires.
-            # Kafka's broker fails to start; here it tries again, as a supervisor would restart it.
-            out.emit("broker_registration_failed", broker_id=self.config.broker_id, error=resp.error.name)
-            out.set_timer("register", 1000)
+            self._registration_failed(out, resp.error.name)
             return
         stat = resp.results[0].stat
-        self.s.broker_epoch = stat.czxid if stat is not None else -1
+        self._register_done(out, stat.czxid if stat is not None else -1)
+
+    def _registration_checked(self, out: Out, resp: GetDataResponse) -> None:
+        if resp.error is ZkError.OK and resp.stat is not None and resp.stat.ephemeral_owner == self.s.session_id:
+            self._register_done(out, resp.stat.czxid)
+        else:
+            self._registration_failed(out, ZkError.NODEEXISTS.name)
+
+    def _registration_failed(self, out: Out, error: str) -> None:
+        # NODEEXISTS: the previous session's node is still there until that session expires.
+        # Kafka's broker fails to start; here it tries again, as a supervisor would restart it.
+        out.emit("broker_registration_failed", broker_id=self.config.broker_id, error=error)
+        out.set_timer("register", 1000)
+
+    def _register_done(self, out: Out, broker_epoch: int) -> None:
+        self.s.broker_epoch = broker_epoch
         self.s.registered_session = self.s.session_id
         out.emit("broker_registered", broker_id=self.config.broker_id, broker_epoch=self.s.broker_epoch)
         if self.config.replica_manager is not None:
@@ -384,31 +434,13 @@ class Controller:
             Op(OpCode.CREATE, zk.CONTROLLER, me, ephemeral=True),
             Op(OpCode.SET_DATA, zk.CONTROLLER_EPOCH, str(epoch + 1), version=version),
         )
-        self.s.controller_epoch = epoch + 1
+        self.s.controller_epoch = self.s.attempted_epoch = epoch + 1
         self._request(out, MultiRequest(self.s.session_id, ops), "elect")
 
     def _election_result(self, out: Out, resp: MultiResponse) -> None:
         if resp.error is ZkError.OK:
-            self.s.state = CandidateState.ACTIVE
-            self.s.active_controller = self.config.broker_id
             stat = resp.results[1].stat
-            epoch_zk_version = stat.version if stat is not None else -1
-            out.emit(
-                "controller_elected",
-                broker_id=self.config.broker_id,
-                controller_epoch=self.s.controller_epoch,
-                controller_epoch_zk_version=epoch_zk_version,
-                broker_epoch=self.s.broker_epoch,
-            )
-            self.kc = KafkaController(
-                self.config.broker_id,
-                self.s.controller_epoch,
-                epoch_zk_version,
-                self.config.settings,
-                lambda: self.s.session_id,
-            )
-            self.events.insert(0, ("failover", None))
-            self._run_events(out)
+            self._won(out, stat.version if stat is not None else -1)
             return
         # NODEEXISTS or BADVERSION: ControllerMovedException; another broker is controller.
         out.emit(
@@ -421,6 +453,26 @@ class Controller:
         self.s.state = CandidateState.STANDBY
         self._request(out, GetDataRequest(self.s.session_id, zk.CONTROLLER, watch=True), "read-controller")
 
+    def _won(self, out: Out, epoch_zk_version: int) -> None:
+        self.s.state = CandidateState.ACTIVE
+        self.s.active_controller = self.config.broker_id
+        out.emit(
+            "controller_elected",
+            broker_id=self.config.broker_id,
+            controller_epoch=self.s.controller_epoch,
+            controller_epoch_zk_version=epoch_zk_version,
+            broker_epoch=self.s.broker_epoch,
+        )
+        self.kc = KafkaController(
+            self.config.broker_id,
+            self.s.controller_epoch,
+            epoch_zk_version,
+            self.config.settings,
+            lambda: self.s.session_id,
+        )
+        self.events.insert(0, ("failover", None))
+        self._run_events(out)
+
     def _observe_controller(self, out: Out, resp: GetDataResponse) -> None:
         if resp.error is ZkError.NONODE:
             # It went between our multi and this read: race again.
@@ -428,6 +480,15 @@ class Controller:
             self._read_epoch(out)
             return
         self.s.active_controller = json.loads(resp.data)["brokerid"]
+        if self.s.active_controller == self.config.broker_id and self.s.state is CandidateState.STANDBY:
+            # `checkControllerAndEpoch`: our own election multi, sent again after its connection
+            # broke, found its first application's node. The win stands if the epoch is ours.
+            self._request(out, GetDataRequest(self.s.session_id, zk.CONTROLLER_EPOCH), "check-epoch")
+
+    def _election_checked(self, out: Out, resp: GetDataResponse) -> None:
+        if resp.error is ZkError.OK and resp.stat is not None and int(resp.data) == self.s.attempted_epoch:
+            self.s.controller_epoch = self.s.attempted_epoch
+            self._won(out, resp.stat.version)
 
     def _on_watch(self, out: Out, event: WatchedEvent) -> None:
         if event.path == zk.CONTROLLER and event.type is EventType.NODE_DELETED:

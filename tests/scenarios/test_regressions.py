@@ -110,3 +110,31 @@ def test_a_lost_alter_partition_is_sent_again() -> None:
     assert sent == [75001]  # the 45000 request was lost; resent after replica.socket.timeout.ms
     assert partition_view(kernel, 1)["isr"] == [1]
     kernel.shutdown()
+
+
+def test_a_controller_whose_zookeeper_answer_was_lost_sends_its_requests_again() -> None:
+    """The broker-fault example without idempotence, seed 1: at 24 s broker 2 wins the election
+    while the wire corrupts messages, and one ZooKeeper answer of its failover is rejected on
+    arrival. Over TCP an answer is not lost alone: the connection broke. Before the fix the
+    failover waited for that answer forever, so partition 1 kept the dead broker 3 in its ISR and
+    acks=all produces timed out to the end (100 of 800 records acknowledged). Now the client
+    notices within its read timeout (two thirds of 18 s), sends its pending requests again, the
+    failover completes, and the retried batches are written twice, as a producer without
+    idempotence does."""
+    from pathlib import Path
+
+    from sim.cluster import Cluster
+    from sim.scenario import load_scenario
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "03_idempotent_retries.toml"
+    scenario = load_scenario(str(example), ["producers.1.enable.idempotence=false"])
+    events: list[dict] = []
+    with Cluster(scenario) as cluster:
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+        checks = cluster.final_checks()
+    [lost] = [e for e in events if e["event"] == "zk_connection_lost" and e["node"] == "broker-2"]
+    assert (lost["ts_ms"], lost["pending"]) == (42005, 1)
+    [done] = [e for e in events if e["event"] == "controller_failover_completed" and e["node"] == "broker-2"]
+    assert done["ts_ms"] > lost["ts_ms"]
+    assert (checks["acked"], checks["lost_acked"], checks["log_duplicates"]) == (800, 0, 5)
