@@ -1,26 +1,25 @@
 """Built-in studies: the scenario `kafkasim run` uses when it is given none, and the standard
 workload that `kafkasim bench` measures.
 
-The default study is a small ZooKeeper-mode cluster under faults: three brokers, a topic of two
-partitions replicated three times with min.insync.replicas 2 (broker 3 leads neither), a 3.9
-producer (acks=all and idempotence by default) sending ten records a second, and broker 3
-losing power for 40 s, then isolated; corruption on the wire in between. What to look for in the
-log and the report, with seed 1:
-- Broker 2 is the first controller. The producer sticks to partition 0 (KIP-794).
-- 10 s: broker 3 loses power while still in both ISRs. The produce of 10 s waits in broker 1's
-  purgatory, its connection muted: later batches queue behind it, five in flight at most.
-- 24 s: broker 3's session expires (18 s after its last ping); the controller takes it out of
-  both ISRs (leader epoch 1) and the waiting produce completes. But the corruption (20 to 25 s)
-  damages its answer, and the controller's LeaderAndIsr to broker 2: broker 2 keeps fetching
-  under epoch 0, is fenced, and partition 0's HW stalls again.
-- 40 s: the producer's request times out after 30 s, its connection closes and the five batches
-  in flight wait to be retried; the retry queues behind the produce parked at broker 1.
-- 50 s: broker 3 comes back with an empty log (nothing was flushed), registers with a new
-  broker epoch and rejoins.
-- 54 s: the controller sends its LeaderAndIsr to broker 2 again (30 s without an answer);
-  partition 0 moves on and the five retried batches are found duplicates: answered with
-  their first offsets, written once.
-- 60 s: broker 3 is isolated for 5 s. Nothing acknowledged is lost, nothing is written twice.
+The default study is a consumer group under the two events that rebalance it most in practice:
+a consumer that crashes, and a rolling restart of the application. Three brokers in ZooKeeper
+mode; a topic `orders` of six partitions replicated three times (min.insync.replicas 2); a 3.9
+producer (acks=all, idempotent by default) sending a hundred keyed records a second; and the
+group `billing` of three consumers with the 3.9 defaults (auto-commit every 5 s, a 45 s session,
+range then cooperative-sticky offered, so range is used), each taking 2 ms per record. What to
+look for, with seed 1 (the terminal's last lines and the report say the same):
+- 6.1 s: generation 1, two partitions each.
+- 31 s: consumer-2's process crashes, 4.8 s after its last auto-commit. Its partitions are not
+  read while the coordinator still counts it as a member.
+- 51 s: its process starts again and joins as a new member: the group starts a rebalance but
+  must wait for the old member, which sends nothing and is not removed before its session
+  times out.
+- 75 s: the old member's session expires; generation 2 forms. The new owners of orders-2 and
+  orders-3 start from the last commit and process again what consumer-2 had processed since:
+  153 duplicates, all `crash_before_commit`.
+- 90 s: the rolling restart: each consumer in turn is closed (commitSync, revocation,
+  LeaveGroup), its process exits and starts again, 5 s apart: three more generations, and no
+  duplicate, since `close()` commits what was processed.
 """
 
 from __future__ import annotations
@@ -46,32 +45,33 @@ brokers = 3
 
 [[topics]]
 name = "orders"
-partitions = 2
+partitions = 6
 "replication.factor" = 3
 
 [[producers]]
 topic = "orders"
-records = 800
-"interval.ms" = 100
+records = 12000
+"interval.ms" = 10
+keys = 100
+
+[[consumers]]
+"group.id" = "billing"
+topics = ["orders"]
+count = 3
+"auto.offset.reset" = "earliest"
+"process.record.ms" = 2
 
 [[faults]]
 kind = "crash"
-"at.ms" = 10000
-node = "broker-3"
-"crash.kind" = "power_loss"
-"restart.after.ms" = 40000
+"at.ms" = 31000
+node = "consumer-2"
+"restart.after.ms" = 20000
 
 [[faults]]
-kind = "corrupt"
-"at.ms" = 20000
-probability = 0.02
-"duration.ms" = 5000
-
-[[faults]]
-kind = "partition"
-"at.ms" = 60000
-isolate = ["broker-3"]
-"duration.ms" = 5000
+kind = "rolling_restart"
+"at.ms" = 90000
+group = "billing"
+"interval.ms" = 5000
 """
 
 
