@@ -178,9 +178,11 @@ def resolve_fault(fault: Fault, nodes: list[str], consumers: Mapping[str, str], 
         msg = f"{where}: a slow fault needs process.record.ms"
         raise FaultError(msg)
     for key, name in named:
-        if name not in consumers:
-            msg = f"{where}: {key}: {name!r} is not a consumer (the consumers are {known})"
-            raise FaultError(msg)
+        if name in consumers or (fault.kind == "rolling_restart" and name.startswith("broker-")):
+            continue
+        what = "a consumer or a broker" if fault.kind == "rolling_restart" else "a consumer"
+        msg = f"{where}: {key}: {name!r} is not {what} (the consumers are {known})"
+        raise FaultError(msg)
     return fault
 
 
@@ -279,18 +281,29 @@ class _RollingRestart:
         if not self.queue:
             return
         node = self.queue.pop(0)
-        if self.kernel.is_up(node) and _tell(self.kernel, Address(node, CONSUMER_ACTOR), ApplicationCall("close")):
+        if not self.kernel.is_up(node):
+            self._down(node)
+        elif node.startswith("broker-"):
+            # A broker is stopped by its operator: a controlled shutdown, then its own exit,
+            # after which the kernel restarts it `down_ms` later.
+            self.closing = node
+            _shut_down(self.kernel, node, Fault("shutdown", node=node, restart_after_ms=self.down_ms))
+        elif _tell(self.kernel, Address(node, CONSUMER_ACTOR), ApplicationCall("close")):
             self.closing = node
         else:
             self._down(node)
 
     def __call__(self, event: Mapping[str, Any]) -> list[Any]:
-        """Watch for the closing consumer's `consumer_closed` (or its crash)."""
+        """Watch for the closing consumer's `consumer_closed` (or its crash), or the stopping
+        broker's exit."""
         name = event["event"]
         node = self.closing
-        if node is None or name not in ("consumer_closed", "node_crashed"):
+        if node is None or name not in ("consumer_closed", "node_crashed", "node_started"):
             return []
-        if name == "consumer_closed" and event["node"] == node:
+        if name == "node_started" and event["target"] == node:
+            self.closing = None  # a broker, back
+            self.kernel.schedule(event["ts_ms"] + self.interval_ms, "rolling restart", self.next)
+        elif name == "consumer_closed" and event["node"] == node:
             self.closing = None
             at = event["ts_ms"] + self.kernel.network.lookahead_ms
             self.kernel.schedule(at, f"stop {node}", lambda: self._exit(node))

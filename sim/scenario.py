@@ -206,7 +206,7 @@ FAULT_SETTINGS: dict[str, tuple[Setting, ...]] = {
         _s("duration.ms", int, None, low=1, doc="then back to the consumer's own; unset: to the end"),
     ),
     "rolling_restart": (
-        _s("nodes", _NODES, [], doc="consumers, closed and restarted in this order"),
+        _s("nodes", _NODES, [], doc="consumers or brokers, stopped and restarted in this order"),
         _s("group", str, None, doc="or every consumer of this group.id, in node order"),
         _s("interval.ms", int, 10000, low=0, doc="from one consumer's restart to the next one's close()"),
         _s("down.ms", int, 0, low=0, doc="how long each process stays down after close() returns"),

@@ -155,9 +155,9 @@ GROUP = '[run]\n"duration.ms" = 3000\n[cluster]\nbrokers = 1\n[broker]\n"offsets
             "kafkasim: s.toml: [[consumers]] #1: topics: 'orders' is not a topic of [[topics]] (defined: T)",
         ),
         (
-            {"s.toml": GROUP + '[[faults]]\nkind = "rolling_restart"\nnodes = ["consumer-1", "broker-1"]\n'},
+            {"s.toml": GROUP + '[[faults]]\nkind = "rolling_restart"\nnodes = ["consumer-1", "zookeeper"]\n'},
             ["run", "s.toml"],
-            "kafkasim: s.toml: [[faults]] #1: nodes: 'broker-1' is not a consumer (the consumers are consumer-1)",
+            "kafkasim: s.toml: [[faults]] #1: nodes: 'zookeeper' is not a consumer or a broker (the consumers are consumer-1)",
         ),
         (
             {"s.toml": GROUP + '[[faults]]\nkind = "rolling_restart"\ngroup = "orders"\n'},

@@ -126,3 +126,35 @@ def test_without_controlled_shutdown_the_leaderships_move_when_the_registration_
     assert stopped["ts_ms"] < moved["ts_ms"] < stopped["ts_ms"] + 100
     assert (moved["leader"], moved["leader_epoch"]) == (2, 1)
     assert checks["lost_acked"] == 0
+
+
+def test_a_rolling_restart_of_the_brokers_stops_each_after_moving_its_leaderships() -> None:
+    """An operator's rolling restart: each broker in turn is shut down (a controlled shutdown,
+    then its exit), restarted 2 s after it exited, and the next one is stopped 5 s after that.
+    Every broker's leaderships move before it goes, so the idempotent acks=all producer loses
+    nothing and writes nothing twice."""
+    text = SCENARIO.replace("BROKER", "").replace("TOPICS", "")
+    text = text[: text.index("[[faults]]")] + (
+        '[[faults]]\nkind = "rolling_restart"\nnodes = ["broker-1", "broker-2", "broker-3"]\n'
+        '"at.ms" = 3000\n"interval.ms" = 5000\n"down.ms" = 2000\n'
+    )
+    events: list[dict[str, Any]] = []
+    with Cluster(parse_scenario(text, "rolling.toml")) as cluster:
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+        checks = cluster.final_checks()
+        assert cluster.kernel.invariant_violations == []
+    stops = [(e["ts_ms"], e["target"]) for e in where(events, "node_stopped")]
+    starts = [(e["ts_ms"], e["target"]) for e in where(events, "node_started") if e["incarnation"] == 1]
+    signals = [(e["ts_ms"], e["target"]) for e in where(events, "application_called", action="shutdown")]
+    assert [n for _, n in stops] == [n for _, n in starts] == ["broker-1", "broker-2", "broker-3"]
+    assert signals[0] == (3000, "broker-1/controller")
+    for (stopped, node), (started, again) in zip(stops, starts, strict=True):
+        assert (node, started) == (again, stopped + 2000)
+    assert [t for t, _ in signals[1:]] == [started + 5000 for started, _ in starts[:2]]
+    moved = where(events, "leader_elected", election="controlled_shutdown")
+    for (signalled, _), (stopped, node) in zip(signals, stops, strict=True):
+        during = [e["leader"] for e in moved if signalled <= e["ts_ms"] <= stopped]
+        assert during and int(node.split("-")[1]) not in during, (node, during)
+    assert [e["succeeded"] for e in where(events, "controlled_shutdown_completed")] == [True, True, True]
+    assert (checks["acked"], checks["lost_acked"], checks["log_duplicates"]) == (1000, 0, 0)
