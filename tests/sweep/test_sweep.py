@@ -21,36 +21,8 @@ from sim.sweep import plan_sweep, prepare_sweep_dir, progress_bar, run_sweep, sp
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SCENARIO = """\
-# One broker, two partitions, a producer of 1,000 records (one each 10 ms), two consumers
-# with auto-commit; consumer-1's process crashes at 4.5 s and the survivor, once consumer-1's
-# session expired, reads again what it had processed since its last auto-commit.
-[run]
-name = "sweep-test"
-"duration.ms" = 12000
-[cluster]
-brokers = 1
-[broker]
-"offsets.topic.num.partitions" = 1
-"group.initial.rebalance.delay.ms" = 0
-[[topics]]
-name = "T"
-partitions = 2
-[[producers]]
-topic = "T"
-records = 1000
-"interval.ms" = 10
-[[consumers]]
-topics = ["T"]
-count = 2
-"session.timeout.ms" = 6000
-"heartbeat.interval.ms" = 1000
-"auto.offset.reset" = "earliest"
-[[faults]]
-kind = "crash"
-"at.ms" = 4500
-node = "consumer-1"
-"""
+SCENARIO = (Path(__file__).parent / "crash_group.toml").read_text()
+"""One broker, two consumers, consumer-1 crashes at 4.5 s (see the file)."""
 
 COMMIT = "consumers.1.auto.commit.interval.ms"
 
