@@ -108,6 +108,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--quick", action="store_true", help="one simulated minute of the standard workload, not five"
     )
+    bench.add_argument(
+        "--sweep", action="store_true", help="also time a sweep of 8 short runs on Spark, local[2] against local[1]"
+    )
     return parser
 
 
@@ -357,7 +360,7 @@ def _sweep_status(plan: Any, results: list[dict[str, Any]], out: Path) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from sim.bench import run_kernel_bench, run_std_bench  # noqa: PLC0415
+    from sim.bench import run_kernel_bench, run_std_bench, run_sweep_bench  # noqa: PLC0415
 
     if not args.json:
         sys.stderr.write("measuring the kernel: Pykka host against the direct executor...\n")
@@ -367,6 +370,10 @@ def _bench(args: argparse.Namespace) -> int:
         sys.stderr.write(f"running the standard workload, {length}, and the floor...\n")
     figures["std"] = run_std_bench(quick=args.quick)
     figures["producer"] = figures["std"].pop("producer")
+    if args.sweep:
+        if not args.json:
+            sys.stderr.write("timing a sweep of 8 short runs on Spark, local[1] then local[2]...\n")
+        figures["sweep"] = run_sweep_bench()
     if args.json:
         sys.stdout.write(json.dumps(figures) + "\n")
         return 0
@@ -382,6 +389,13 @@ def _bench(args: argparse.Namespace) -> int:
         f"producer: {figures['producer']['records_per_wall_s']} records per wall second, "
         f"{figures['producer']['records_per_request']} records per Produce request\n"
     )
+    if args.sweep:
+        sw = figures["sweep"]
+        sys.stdout.write(
+            f"sweep: {sw['runs']} runs in {sw['local1_wall_s']} s on local[1], {sw['local2_wall_s']} s on "
+            f"local[2]: speedup {sw['speedup']} (same digests: {sw['same_digests']}; load average "
+            f"{sw['load_average_before']} before, {sw['load_average_after']} after, {sw['cpus']} CPUs)\n"
+        )
     return 0
 
 
