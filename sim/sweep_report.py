@@ -41,7 +41,7 @@ def _plot_effect(plan: SweepPlan, configs: list[dict[str, Any]], index: int) -> 
     for row in configs:
         series.setdefault(tuple(row[k] for k in others), []).append(row)
     fig, ax = plt.subplots(figsize=(8, 4))
-    width = 0.5 / max(1, len(series))
+    width = 0.2 / max(1, len(series))  # series side by side, close to their tick
     for s, (rest, rows) in enumerate(series.items()):
         xs, means, below, above = [], [], [], []
         for row in rows:
