@@ -16,6 +16,12 @@ floor's. The workload runs in a child process so that its peak RSS is its own. B
 segment's wall time is its CPU time (every thread of the process): on a machine shared with
 other work, `cpu_minute5_vs_minute1` is the steadier measure of whether cost grows. `--quick` runs
 one simulated minute (crash at 20 s, restart at 30 s) and compares its fifth 12 s to its first.
+
+`sweep` (with `--sweep`): what Spark's parallelism buys a sweep. Eight runs of the standard
+workload cut to ten simulated seconds (two auto-commit intervals, four seeds) as Spark tasks on
+`local[1]`, then on `local[2]`, in a child process; each timed from the job's start to its last
+result, after a warm-up job has started the Python workers. `speedup` is the ratio of the two
+wall times (two cores: at most 2). Every run's digest must be the same both times.
 """
 
 from __future__ import annotations
@@ -39,7 +45,15 @@ from actors.workload import GossipActor, GossipConfig
 from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec
 from sim.network import NetworkConfig
 
-__all__ = ["BenchConfig", "floor_us_per_delivery", "run_kernel_bench", "run_std_bench", "std_figures"]
+__all__ = [
+    "BenchConfig",
+    "floor_us_per_delivery",
+    "run_kernel_bench",
+    "run_std_bench",
+    "run_sweep_bench",
+    "std_figures",
+    "sweep_figures",
+]
 
 FLOOR_EVENTS_PER_DELIVERY = 1.74
 """What the standard workload logged per delivery when the floor was defined."""
@@ -242,6 +256,81 @@ def run_std_bench(*, quick: bool = False) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
+# ------------------------------------------------------------------ the sweep on Spark
+
+
+SWEEP_SETS = ("run.duration.ms=10000",)
+SWEEP_GRID = ("consumers.1.auto.commit.interval.ms=1000,5000",)
+SWEEP_SEEDS = 4
+
+
+def _warm(_: int) -> int:
+    import sim.runner  # noqa: F401, PLC0415 - the worker imports the simulator once, as a run would
+
+    return 0
+
+
+def sweep_figures() -> dict[str, Any]:
+    """The sweep's wall time on local[1] and local[2], measured in this process."""
+    import os  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    from sim.analytics.session import spark_session  # noqa: PLC0415
+    from sim.studies import STANDARD_WORKLOAD  # noqa: PLC0415
+    from sim.sweep import plan_sweep, prepare_sweep_dir, run_sweep_tasks  # noqa: PLC0415
+
+    load_before = os.getloadavg()[0]
+    walls: dict[str, float] = {}
+    digests: dict[str, list[str]] = {}
+    with tempfile.TemporaryDirectory(prefix="kafkasim-bench-") as tmp:
+        scenario = Path(tmp) / "standard.toml"
+        scenario.write_text(STANDARD_WORKLOAD, encoding="utf-8")
+        plan = plan_sweep(str(scenario), SWEEP_SETS, SWEEP_GRID, SWEEP_SEEDS)
+        for slots in (1, 2):
+            master = f"local[{slots}]"
+            out = Path(tmp) / f"local{slots}"
+            prepare_sweep_dir(out)
+            spark = spark_session(master)
+            try:
+                spark.sparkContext.parallelize(range(slots), slots).map(_warm).collect()
+                started = time.perf_counter()
+                results = run_sweep_tasks(spark, plan, out)
+                walls[master] = time.perf_counter() - started
+            finally:
+                spark.stop()
+            failed = [r for r in results if r["failure"]]
+            if failed:
+                msg = f"sweep run {failed[0]['run_dir']} failed: {failed[0]['failure']}"
+                raise RuntimeError(msg)
+            digests[master] = [
+                json.loads((Path(r["run_dir"]) / "summary.json").read_text())["events_digest"] for r in results
+            ]
+    return {
+        "runs": len(plan.configs) * plan.seeds,
+        "simulated_s_per_run": 10.0,
+        "local1_wall_s": round(walls["local[1]"], 2),
+        "local2_wall_s": round(walls["local[2]"], 2),
+        "speedup": round(walls["local[1]"] / walls["local[2]"], 3),
+        "same_digests": digests["local[1]"] == digests["local[2]"],
+        "cpus": os.cpu_count(),
+        "load_average_before": round(load_before, 2),
+        "load_average_after": round(os.getloadavg()[0], 2),
+    }
+
+
+def run_sweep_bench() -> dict[str, Any]:
+    """The sweep's figures, measured in a child process (its own JVMs)."""
+    done = subprocess.run([sys.executable, "-m", "sim.bench", "--sweep"], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or ["no output"]
+        msg = f"the sweep bench failed: {lines[-1]}"
+        raise RuntimeError(msg)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 if __name__ == "__main__":
     if "--std" in sys.argv:
         sys.stdout.write(json.dumps(std_figures(QUICK if "--quick" in sys.argv else ())) + "\n")
+    elif "--sweep" in sys.argv:
+        sys.stdout.write(json.dumps(sweep_figures()) + "\n")

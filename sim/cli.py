@@ -4,7 +4,8 @@
     kafkasim analyze RUN_DIR [RUN_DIR ...] [--master URL] [--json]
     kafkasim report RUN_DIR
     kafkasim study [--out DIR] [--master URL]
-    kafkasim bench [--json] [--quick]
+    kafkasim sweep [SCENARIO] --seeds N [--grid KEY=V1,V2 ...] [--set KEY=VALUE ...] [--master URL] --out DIR
+    kafkasim bench [--json] [--quick] [--sweep]
 
 A user's mistake (a bad file, key or value) is one line on stderr naming it, and exit status 2;
 a simulator failure is one line with the seed and the event, exit status 1, the traceback in the
@@ -84,12 +85,31 @@ def _parser() -> argparse.ArgumentParser:
     study.add_argument("--out", type=Path, default=Path("runs/default-study"))
     study.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
 
+    sweep = commands.add_parser(
+        "sweep", help="run a scenario over a grid of settings and seeds as Spark tasks, with tables and a report"
+    )
+    sweep.add_argument("scenario", nargs="?", help="a scenario TOML file (default: the default study)")
+    sweep.add_argument("--seeds", type=int, required=True, help="run seeds 1 to N of every configuration")
+    sweep.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="sweep a setting over these values (a --set key); several grids: their cartesian product",
+    )
+    sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="fix a setting for every run")
+    sweep.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    sweep.add_argument("--out", type=Path, required=True, help="the sweep directory")
+
     bench = commands.add_parser(
         "bench", help="measure the kernel's throughput and the standard workload against the floor"
     )
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     bench.add_argument(
         "--quick", action="store_true", help="one simulated minute of the standard workload, not five"
+    )
+    bench.add_argument(
+        "--sweep", action="store_true", help="also time a sweep of 8 short runs on Spark, local[2] against local[1]"
     )
     return parser
 
@@ -111,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             return _report(args.run_dir)
         if args.command == "study":
             return _study(args)
+        if args.command == "sweep":
+            return _sweep(args)
     except (ScenarioError, FaultError, RunDirError, RunDirRefused) as exc:
         return _usage_error(str(exc))
     except KeyboardInterrupt:
@@ -289,8 +311,56 @@ def _study(args: argparse.Namespace) -> int:
     return _report(args.out)
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from sim.sweep import plan_sweep, prepare_sweep_dir, progress_bar, run_sweep  # noqa: PLC0415
+
+    plan = plan_sweep(args.scenario, args.set, args.grid, args.seeds)
+    prepare_sweep_dir(args.out)
+    tty = sys.stderr.isatty()
+    if tty:
+        sys.stderr.write(
+            f"sweeping {len(plan.configs)} configuration(s) x {plan.seeds} seed(s) on Spark ({args.master})...\n"
+        )
+    outcome = run_sweep(plan, args.out, master=args.master, progress=progress_bar() if tty else None)
+    if tty:
+        sys.stderr.write("\n")
+    for row in outcome["configs"]:
+        values = ", ".join(f"{k}={row[k]}" for k in plan.grid_keys)
+        mean, low, high = row["duplicates_mean"], row["duplicates_ci95_low"], row["duplicates_ci95_high"]
+        figure = "no finished run" if mean is None else f"duplicates {mean:g}"
+        if low is not None:
+            figure += f" (95% CI {low:.4g} to {high:.4g})"
+        sys.stdout.write(f"{row['config_id']}{' ' + values if values else ''}: {figure}, n {row['n']}\n")
+    sys.stdout.write(
+        f"  {len(outcome['runs'])} runs in {args.out}/runs; tables runs.csv, configs.csv (and .parquet); "
+        f"report {args.out}/report.html\n"
+    )
+    return _sweep_status(plan, outcome["results"], args.out)
+
+
+def _sweep_status(plan: Any, results: list[dict[str, Any]], out: Path) -> int:
+    """1 when a run failed (one line each), 2 when a run showed a mistake in the input (as
+    `run` does), else 0."""
+    from sim.scenario import parse_scenario  # noqa: PLC0415
+
+    status = 0
+    overrides = {c.config_id: c.overrides for c in plan.configs}
+    for result in results:
+        name = Path(result["run_dir"]).name
+        if result["failure"]:
+            sys.stderr.write(f"kafkasim: {name}: {result['failure']} (details in {out}/runs/{name}/failure.txt)\n")
+            status = max(status, EXIT_FAILED)
+        if result["consumer_failures"]:
+            scenario = parse_scenario(plan.text, plan.source, [*plan.sets, *overrides[result["config_id"]]])
+            lines, mistake = consumer_failure_lines(scenario, result["consumer_failures"])
+            for line in lines:
+                sys.stderr.write(f"kafkasim: {name}: {line}\n")
+            status = EXIT_USAGE if mistake else status
+    return status
+
+
 def _bench(args: argparse.Namespace) -> int:
-    from sim.bench import run_kernel_bench, run_std_bench  # noqa: PLC0415
+    from sim.bench import run_kernel_bench, run_std_bench, run_sweep_bench  # noqa: PLC0415
 
     if not args.json:
         sys.stderr.write("measuring the kernel: Pykka host against the direct executor...\n")
@@ -300,6 +370,10 @@ def _bench(args: argparse.Namespace) -> int:
         sys.stderr.write(f"running the standard workload, {length}, and the floor...\n")
     figures["std"] = run_std_bench(quick=args.quick)
     figures["producer"] = figures["std"].pop("producer")
+    if args.sweep:
+        if not args.json:
+            sys.stderr.write("timing a sweep of 8 short runs on Spark, local[1] then local[2]...\n")
+        figures["sweep"] = run_sweep_bench()
     if args.json:
         sys.stdout.write(json.dumps(figures) + "\n")
         return 0
@@ -315,6 +389,13 @@ def _bench(args: argparse.Namespace) -> int:
         f"producer: {figures['producer']['records_per_wall_s']} records per wall second, "
         f"{figures['producer']['records_per_request']} records per Produce request\n"
     )
+    if args.sweep:
+        sw = figures["sweep"]
+        sys.stdout.write(
+            f"sweep: {sw['runs']} runs in {sw['local1_wall_s']} s on local[1], {sw['local2_wall_s']} s on "
+            f"local[2]: speedup {sw['speedup']} (same digests: {sw['same_digests']}; load average "
+            f"{sw['load_average_before']} before, {sw['load_average_after']} after, {sw['cpus']} CPUs)\n"
+        )
     return 0
 
 

@@ -241,7 +241,7 @@ def test_a_reused_run_directory_starts_clean(tmp_path: Path) -> None:
 def test_plain_kafkasim_prints_its_usage_and_version_prints_the_version() -> None:
     plain = kafkasim()
     assert (plain.returncode, plain.stdout) == (2, "")
-    assert plain.stderr.startswith("usage: kafkasim [-h] [--version] {run,analyze,report,study,bench}")
+    assert plain.stderr.startswith("usage: kafkasim [-h] [--version] {run,analyze,report,study,sweep,bench}")
     assert "run a scenario" in plain.stderr
     version = kafkasim("--version")
     assert (version.returncode, version.stdout) == (0, "kafkasim 0.1.0\n")

@@ -1,0 +1,378 @@
+"""`kafkasim sweep`: one scenario over a grid of settings and seeds, each run a Spark task.
+
+The plan is checked whole before Spark starts: the scenario with the `--set` overrides, every
+grid value alone (so a mistake names its grid key), and every combination (settings that
+only clash together, such as a heartbeat not below the session timeout). Each (configuration,
+seed) is then one task: the Python worker (this interpreter, `PYSPARK_PYTHON`) parses the
+scenario text with the same overrides `kafkasim run --set ... --seed N` would apply, in the same
+order, and runs it into `DIR/runs/<config>-seed<N>/`, so each run is byte-identical to that
+command's. The workers write the run directories themselves: DIR must be a path the driver can
+read too (one machine, or a shared file system).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sim.rundir import RunDirRefused
+from sim.scenario import ARRAYS, Scenario, ScenarioError, parse_scenario
+
+__all__ = [
+    "Config",
+    "SweepError",
+    "SweepPlan",
+    "plan_sweep",
+    "prepare_sweep_dir",
+    "progress_bar",
+    "resolved_value",
+    "run_sweep",
+    "run_sweep_tasks",
+    "run_task",
+    "split_values",
+    "write_plan",
+]
+
+SWEEP_FILES = ("sweep.json", "runs", "runs.parquet", "runs.csv", "configs.parquet", "configs.csv", "report.html")
+"""What a sweep writes in its directory (a reused directory loses them first)."""
+
+
+class SweepError(ScenarioError):
+    """A mistake in a sweep's input (a grid, `--seeds`): one sentence, exit status 2."""
+
+
+@dataclass(frozen=True, slots=True)
+class Grid:
+    key: str
+    texts: tuple[str, ...]
+    """The values as given, each a TOML value (a bare word is a string), as for `--set`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    config_id: str
+    overrides: tuple[str, ...]
+    """`KEY=VALUE` per grid key, in grid order."""
+    values: tuple[Any, ...]
+    """Each grid key's value as the resolved scenario holds it (checked and typed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPlan:
+    source: str
+    text: str
+    sets: tuple[str, ...]
+    grids: tuple[Grid, ...]
+    seeds: int
+    configs: tuple[Config, ...]
+
+    @property
+    def grid_keys(self) -> tuple[str, ...]:
+        return tuple(g.key for g in self.grids)
+
+    def run_name(self, config: Config, seed: int) -> str:
+        return f"{config.config_id}-seed{seed}"
+
+    def tasks(self, out: Path) -> list[dict[str, Any]]:
+        """One task per (configuration, seed): plain data, pickled to the workers."""
+        runs = out.resolve() / "runs"
+        return [
+            {
+                "config_id": config.config_id,
+                "seed": seed,
+                "source": self.source,
+                "text": self.text,
+                "overrides": [*self.sets, *config.overrides, f"run.seed={seed}"],
+                "run_dir": str(runs / self.run_name(config, seed)),
+            }
+            for config in self.configs
+            for seed in range(1, self.seeds + 1)
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        """sweep.json: what was swept, and how to rerun any of its runs."""
+        return {
+            "scenario": self.source,
+            "sets": list(self.sets),
+            "grid": {g.key: list(g.texts) for g in self.grids},
+            "seeds": self.seeds,
+            "configs": [
+                {"config_id": c.config_id, "overrides": list(c.overrides), "values": dict(zip(self.grid_keys, c.values, strict=True))}
+                for c in self.configs
+            ],
+        }
+
+
+# ------------------------------------------------------------------ the plan, checked
+
+
+def split_values(text: str) -> list[str]:
+    """`1000,5000` -> two values; commas inside a TOML list or string do not split
+    (`["range"],["sticky","range"]` is two lists)."""
+    values, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            values.append(text[start:i].strip())
+            start = i + 1
+    values.append(text[start:].strip())
+    return values
+
+
+def _parse_grid(arg: str, seen: set[str], set_keys: set[str]) -> Grid:
+    key, sep, rest = arg.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        msg = f"--grid {arg!r}: expected KEY=VALUE1,VALUE2,..., such as consumers.1.auto.commit.interval.ms=1000,5000"
+        raise SweepError(msg)
+    if key == "run.seed":
+        msg = "--grid run.seed: the seeds are 1 to --seeds N"
+        raise SweepError(msg)
+    if key in seen:
+        msg = f"--grid {key}: given twice; list every value in one --grid"
+        raise SweepError(msg)
+    if key in set_keys:
+        msg = f"--grid {key}: also given with --set; a key is either fixed or swept"
+        raise SweepError(msg)
+    texts = split_values(rest)
+    if any(not t for t in texts):
+        msg = f"--grid {key}: an empty value in {rest!r}"
+        raise SweepError(msg)
+    duplicate = next((t for t in texts if texts.count(t) > 1), None)
+    if duplicate is not None:
+        msg = f"--grid {key}: the value {duplicate} is given twice"
+        raise SweepError(msg)
+    seen.add(key)
+    return Grid(key, tuple(texts))
+
+
+def _load(text: str, source: str, overrides: list[str]) -> Scenario:
+    from sim.cluster import check_scenario  # noqa: PLC0415 - the CLI's --help stays fast
+
+    scenario = parse_scenario(text, source, overrides)
+    check_scenario(scenario)
+    return scenario
+
+
+def _loader_message(exc: Exception, override: str) -> str:
+    """The loader's sentence without its own `--set 'K=V': ` prefix (the caller names the grid)."""
+    message = str(exc)
+    prefix = f"--set {override!r}: "
+    return message.removeprefix(prefix)
+
+
+def resolved_value(scenario: Scenario, key: str) -> Any:
+    """The value the resolved scenario holds for an override key (`consumers.1.linger.ms`)."""
+    section, _, rest = key.partition(".")
+    if section in ARRAYS:
+        number, _, name = rest.partition(".")
+        return getattr(scenario, section)[int(number) - 1].get(name)
+    return scenario.sections[section].get(rest)
+
+
+def plan_sweep(
+    scenario_path: str | None, sets: Iterable[str], grid_args: Iterable[str], seeds: int
+) -> SweepPlan:
+    """Read and check everything a sweep needs; raises `ScenarioError` (or `FaultError`) with
+    one sentence naming the mistake."""
+    from sim.faults import FaultError  # noqa: PLC0415
+    from sim.scenario import load_scenario  # noqa: PLC0415
+    from sim.studies import DEFAULT_STUDY  # noqa: PLC0415
+
+    sets = tuple(sets)
+    if seeds < 1:
+        msg = f"--seeds must be at least 1, got {seeds}"
+        raise SweepError(msg)
+    set_keys = {s.partition("=")[0].strip() for s in sets}
+    if "run.seed" in set_keys:
+        msg = "--set run.seed: a sweep's seeds are 1 to --seeds N"
+        raise SweepError(msg)
+    base = load_scenario(scenario_path, sets)  # the file's and --set's mistakes, as `run` words them
+    text = DEFAULT_STUDY if scenario_path is None else Path(scenario_path).read_text(encoding="utf-8")
+    _load(text, base.source, list(sets))
+    seen: set[str] = set()
+    grids = tuple(_parse_grid(arg, seen, set_keys) for arg in grid_args)
+    for grid in grids:
+        for value in grid.texts:
+            override = f"{grid.key}={value}"
+            try:
+                _load(text, base.source, [*sets, override])
+            except (ScenarioError, FaultError) as exc:
+                msg = f"--grid {override}: {_loader_message(exc, override)}"
+                raise SweepError(msg) from None
+    configs = []
+    combos = list(itertools.product(*(grid.texts for grid in grids)))
+    width = len(str(len(combos)))
+    for n, combo in enumerate(combos, start=1):
+        overrides = tuple(f"{g.key}={v}" for g, v in zip(grids, combo, strict=True))
+        try:
+            scenario = _load(text, base.source, [*sets, *overrides])
+        except (ScenarioError, FaultError) as exc:
+            msg = f"--grid {' with '.join(overrides)}: {exc}"
+            raise SweepError(msg) from None
+        values = tuple(
+            _plain(resolved_value(scenario, g.key), v) for g, v in zip(grids, combo, strict=True)
+        )
+        configs.append(Config(f"c{n:0{width}d}", overrides, values))
+    return SweepPlan(base.source, text, sets, grids, seeds, tuple(configs))
+
+
+def _plain(value: Any, text: str) -> Any:
+    """A table cell: numbers, booleans and strings as they are; a list as its TOML text."""
+    if value is None or isinstance(value, list | dict):
+        return text
+    return value
+
+
+# ------------------------------------------------------------------ the directory
+
+
+def prepare_sweep_dir(out: Path) -> None:
+    """Create `out`, or empty it of an earlier sweep. A directory with other files and no
+    sweep in it is refused, as `run` refuses one with no run."""
+    if out.exists() and not out.is_dir():
+        msg = f"--out {out}: exists and is not a directory"
+        raise RunDirRefused(msg)
+    if out.is_dir():
+        present = sorted(p.name for p in out.iterdir())
+        if present and "sweep.json" not in present:
+            msg = f"--out {out}: not empty and holds no sweep (found {', '.join(present[:3])}); choose another directory"
+            raise RunDirRefused(msg)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name in SWEEP_FILES:
+            path = out / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        (out / "runs").mkdir()
+    except OSError as exc:
+        msg = f"--out {out}: cannot write there ({exc.strerror or exc})"
+        raise RunDirRefused(msg) from None
+
+
+# ------------------------------------------------------------------ the tasks
+
+
+def run_task(task: dict[str, Any]) -> dict[str, Any]:
+    """One run, inside a Spark executor's Python worker. Returns what the driver needs to
+    report it; the figures are in its summary.json."""
+    from sim.runner import run_scenario  # noqa: PLC0415
+
+    result = {"config_id": task["config_id"], "seed": task["seed"], "run_dir": task["run_dir"]}
+    try:
+        scenario = parse_scenario(task["text"], task["source"], task["overrides"])
+        summary = run_scenario(scenario, Path(task["run_dir"]))
+    except Exception as exc:  # noqa: BLE001 - reported per run; a retry would fail the same way
+        detail = traceback.format_exc()
+        Path(task["run_dir"]).mkdir(parents=True, exist_ok=True)
+        (Path(task["run_dir"]) / "failure.txt").write_text(detail, encoding="utf-8")
+        return {**result, "failure": f"{type(exc).__name__}: {exc}", "consumer_failures": []}
+    return {**result, "failure": summary["failure"], "consumer_failures": summary["consumer_failures"]}
+
+
+def run_sweep_tasks(
+    spark: Any, plan: SweepPlan, out: Path, progress: Callable[[int, int], None] | None = None
+) -> list[dict[str, Any]]:
+    """Run every task on Spark, one partition each; `progress(done, total)` is called about
+    twice a second while they run (it counts the summaries written)."""
+    tasks = plan.tasks(out)
+    sc = spark.sparkContext
+    results: list[dict[str, Any]] = []
+    errors: list[BaseException] = []
+
+    def job() -> None:
+        try:
+            results.extend(sc.parallelize(tasks, len(tasks)).map(run_task).collect())
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=job, name="kafkasim-sweep", daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(0.5)
+            if progress is not None:
+                progress(_summaries_written(tasks), len(tasks))
+    except KeyboardInterrupt:
+        sc.cancelAllJobs()
+        raise
+    if errors:
+        raise errors[0]
+    return sorted(results, key=lambda r: (r["config_id"], r["seed"]))
+
+
+def _summaries_written(tasks: list[dict[str, Any]]) -> int:
+    return sum((Path(t["run_dir"]) / "summary.json").is_file() for t in tasks)
+
+
+def progress_bar(width: int = 30) -> Callable[[int, int], None]:
+    """A bar on stderr, redrawn in place (for a terminal)."""
+    started = time.monotonic()
+
+    def show(done: int, total: int) -> None:
+        filled = width * done // max(1, total)
+        elapsed = time.monotonic() - started
+        sys.stderr.write(f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total} runs, {elapsed:.0f} s ")
+        sys.stderr.flush()
+
+    return show
+
+
+def write_plan(plan: SweepPlan, out: Path) -> None:
+    (out / "sweep.json").write_text(json.dumps(plan.describe(), indent=2) + "\n", encoding="utf-8")
+
+
+def run_sweep(
+    plan: SweepPlan,
+    out: Path,
+    *,
+    master: str = "local[*]",
+    progress: Callable[[int, int], None] | None = None,
+    spark: Any = None,
+) -> dict[str, Any]:
+    """The whole sweep into `out` (already prepared): sweep.json, the runs on Spark, the tables
+    and the report. Returns the tasks' results and the tables' rows. A given `spark` session is
+    used and left running; otherwise one is started on `master` and stopped."""
+    from sim.sweep_report import write_sweep_report  # noqa: PLC0415 - sim.sweep_tables imports this module
+    from sim.sweep_tables import build_tables, rows, write_table  # noqa: PLC0415
+
+    write_plan(plan, out)
+    own = spark is None
+    if own:
+        from sim.analytics.session import spark_session  # noqa: PLC0415
+
+        spark = spark_session(master)
+        # The tables are a row per run: a cluster's default of 200 shuffle partitions only costs.
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+    try:
+        results = run_sweep_tasks(spark, plan, out, progress)
+        runs, configs = build_tables(spark, plan, out)
+        runs, configs = runs.cache(), configs.cache()
+        write_table(runs, out, "runs")
+        write_table(configs, out, "configs")
+        run_rows, config_rows = rows(runs), rows(configs)
+        runs.unpersist()
+        configs.unpersist()
+    finally:
+        if own:
+            spark.stop()
+    write_sweep_report(out, plan, config_rows, run_rows)
+    return {"results": results, "runs": run_rows, "configs": config_rows}
