@@ -9,8 +9,11 @@ from typing import Any
 import pytest
 
 from actors.group.placement import partition_for
+from actors.group.records import group_record
+from actors.group.state import ClassicGroup
 from sim.cluster import Cluster
 from sim.scenario import parse_scenario
+from tests.harness import seeded_disk
 
 BASE = """
 [run]
@@ -556,7 +559,7 @@ topics = ["T"]
 topics = ["T"]
 "auto.offset.reset" = "earliest"
 "process.record.ms" = 1
-"heartbeat.interval.ms" = 4000
+"heartbeat.interval.ms" = 3300
 [[consumers]]
 "group.id" = "my-group"
 topics = ["T"]
@@ -573,51 +576,60 @@ node = "broker-1"
 
 def test_a_coordinator_moved_by_a_controlled_shutdown_loses_the_rebalance_under_way() -> None:
     """Kafka 3.9 defaults; every message takes 10 ms. `my-group` maps to
-    `__consumer_offsets-12` of 50, replicas [1, 2, 3]: broker 1 coordinates. C1 and C2 form
-    generation 1 (C1 the leader). C3 joins at 12000 (MEMBER_ID_REQUIRED, then added: the group
-    is PreparingRebalance); C1 learns it by heartbeat at 12300, auto-commits in `onJoinPrepare`
+    `__consumer_offsets-12` of 50, replicas [1, 2, 3]: broker 1 coordinates. The partition holds
+    the group's last record, Empty at generation 6, so C1 and C2 form generation 7 (C1 the
+    leader). C3 joins at 12000 (MEMBER_ID_REQUIRED, then added: the group is
+    PreparingRebalance); C1 learns it by heartbeat at 12300, auto-commits in `onJoinPrepare`
     (acknowledged after its acks=-1 append), revokes and rejoins: its JoinGroup is parked, C2's
-    next heartbeat not being due before 14300.
+    next heartbeat (every 3.3 s) not being due before 13190.
 
     At 13000 broker 1's operator stops it. The controller moves partition 12 to broker 2 by the
     controlled-shutdown rule (leader epoch 1): broker 1 unloads the group and answers the
     parked JoinGroups of C1 and C3 NOT_COORDINATOR; broker 2 loads the last stored group record,
-    generation 1 Stable with C1 and C2. The rebalance under way is lost: C3's member id is
+    generation 7 Stable with C1 and C2. The rebalance under way is lost: C3's member id is
     unknown there (UNKNOWN_MEMBER_ID), so it joins from scratch with a new id; C1's JoinGroup
     starts a rebalance on broker 2 without a second commit or revocation. Broker 1 keeps
-    answering until it exits at 16030, so C2's heartbeat at 14300 gets NOT_COORDINATOR from it
-    and is retried `retry.backoff.ms` later on broker 2 (REBALANCE_IN_PROGRESS). Generation 2
-    forms on broker 2 with the three members; no generation number is issued twice, every
-    acknowledged commit is there, and nothing is processed twice."""
+    answering until it exits at 16030, so C2's heartbeat at 13190 gets NOT_COORDINATOR from it
+    and is retried `retry.backoff.ms` later on broker 2 (REBALANCE_IN_PROGRESS): C2 commits in
+    its `onJoinPrepare` there and rejoins. Generation 8 forms on broker 2 with the three
+    members; no generation number is issued twice, every acknowledged commit is there, and
+    nothing is processed twice."""
     assert partition_for("my-group", 50) == 12
-    events, checks = run(parse_scenario(CONTROLLED_FAILOVER, "controlled-failover.toml"))
-    c1, c2 = (e["member_id"] for e in sorted(where(events, "partitions_assigned", generation_id=1), key=lambda e: e["node"]))
+    history = group_record(ClassicGroup("my-group", generation_id=6, protocol_type="consumer", state_timestamp_ms=0), {})
+    disks = {f"broker-{b}": seeded_disk([(history, 0)], high_watermark=1, tp="__consumer_offsets-12") for b in (1, 2, 3)}
+    events: list[dict[str, Any]] = []
+    with Cluster(parse_scenario(CONTROLLED_FAILOVER, "controlled-failover.toml"), disks=disks) as cluster:
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+        checks = cluster.final_checks()
+        assert cluster.kernel.invariant_violations == []
+    c1, c2 = (e["member_id"] for e in sorted(where(events, "partitions_assigned", generation_id=7), key=lambda e: e["node"]))
     # C3's two member ids: KIP-394's first answer on broker 1, and again on broker 2.
     required = where(events, "join_group_failed", node="consumer-3", error="MEMBER_ID_REQUIRED")
     (c3a_at, c3a), (_, c3b) = [(e["ts_ms"], e["assigned_member_id"]) for e in required]
     assert c3a_at == 12040
 
-    # Broker 1, before the shutdown: generation 1 stored; C3's arrival starts a rebalance.
+    # Broker 1, before the shutdown: generation 7 stored; C3's arrival starts a rebalance.
     assert {e["coordinator"] for e in where(events, "coordinator_discovered") if e["ts_ms"] < 13000} == {1}
     [stored] = where(events, "group_assignment_stored", node="broker-1")
-    assert (stored["ts_ms"], stored["generation_id"], stored["assignments"]) == (6340, 1, [[c2, ["T-0", "T-1"]], [c1, ["T-2"]]])
+    assert (stored["ts_ms"], stored["generation_id"], stored["assignments"]) == (3330, 7, [[c2, ["T-0", "T-1"]], [c1, ["T-2"]]])
     [added] = where(events, "group_member_added", node="broker-1", member_id=c3a)
     assert added["ts_ms"] == 12050
     states = [(e["ts_ms"], e["state"], e["generation_id"]) for e in where(events, "group_state_changed", node="broker-1")]
-    assert states[-2:] == [(12050, "PreparingRebalance", 1), (13050, "Dead", 1)]
+    assert states[-2:] == [(12050, "PreparingRebalance", 7), (13050, "Dead", 7)]
     [prepare] = where(events, "offset_commit_sent", node="consumer-1", kind="join_prepare")
     assert (prepare["ts_ms"], prepare["offsets"]) == (12300, [["T", 2, 304]])
     assert [e["ts_ms"] for e in where(events, "offset_commit_answered", node="consumer-1", commit_id=prepare["commit_id"], error="NONE")] == [12360]
     assert [e["ts_ms"] for e in where(events, "partitions_revoked", node="consumer-1")] == [12360]
 
-    # The controlled shutdown moves the group's partition; broker 2 resumes generation 1.
+    # The controlled shutdown moves the group's partition; broker 2 resumes generation 7.
     [moved] = where(events, "leader_elected", topic="__consumer_offsets", partition=12)[-1:]
     assert (moved["ts_ms"], moved["election"], moved["leader"], moved["leader_epoch"], moved["isr"]) == (13030, "controlled_shutdown", 2, 1, [2, 3])
     loaded = [(e["ts_ms"], e["member_id"], e["generation_id"]) for e in where(events, "group_member_added", node="broker-2")]
-    assert loaded[:2] == [(13050, c2, 1), (13050, c1, 1)]
+    assert loaded[:2] == [(13050, c2, 7), (13050, c1, 7)]
     assert [(e["ts_ms"], e["state"], e["generation_id"]) for e in where(events, "group_state_changed", node="broker-2")][:2] == [
-        (13050, "Stable", 1),
-        (13090, "PreparingRebalance", 1),
+        (13050, "Stable", 7),
+        (13090, "PreparingRebalance", 7),
     ]
 
     # The answers the rule gives: NOT_COORDINATOR for the parked joins and for C2's heartbeat at
@@ -631,24 +643,26 @@ def test_a_coordinator_moved_by_a_controlled_shutdown_loses_the_rebalance_under_
     ]
     assert c3b not in (c3a, "")
     [lost] = where(events, "coordinator_lost", node="consumer-2")
-    assert (lost["ts_ms"], lost["coordinator"], lost["reason"], lost["request"]) == (14300, 1, "NOT_COORDINATOR", "Heartbeat")
+    assert (lost["ts_ms"], lost["coordinator"], lost["reason"], lost["request"]) == (13200, 1, "NOT_COORDINATOR", "Heartbeat")
+    [c2_prepare] = where(events, "offset_commit_sent", node="consumer-2", kind="join_prepare")
+    assert c2_prepare["ts_ms"] == 13320  # the heartbeat retried at 13300 on broker 2: REBALANCE_IN_PROGRESS
     assert [e["ts_ms"] for e in where(events, "node_stopped", target="broker-1")] == [16030]
     # C1 rejoins broker 2 without a second onJoinPrepare: no commit, no revocation.
     assert len(where(events, "offset_commit_sent", node="consumer-1", kind="join_prepare")) == 1
 
-    # Generation 2 on broker 2, by range over the sorted member ids; no number issued twice.
+    # Generation 8 on broker 2, by range over the sorted member ids; no number issued twice.
     assert [(e["ts_ms"], e["node"], e["generation_id"]) for e in where(events, "generation_started")] == [
-        (6270, "broker-1", 1),
-        (14490, "broker-2", 2),
+        (3270, "broker-1", 7),
+        (13400, "broker-2", 8),
     ]
     members = sorted([c1, c2, c3b])
     [stored2] = where(events, "group_assignment_stored", node="broker-2")
-    assert (stored2["ts_ms"], stored2["generation_id"]) == (14550, 2)
+    assert (stored2["ts_ms"], stored2["generation_id"]) == (13460, 8)
     assert stored2["assignments"] == [[m, [f"T-{i}"]] for i, m in enumerate(members)]
 
     # Every new owner starts at the last acknowledged commit of its partition.
-    started = {f"{e['topic']}-{e['partition']}": (e["ts_ms"], e["offset"]) for e in where(events, "fetch_position_set", generation_id=2)}
-    assert {tp: offset for tp, (_, offset) in started.items()} == {"T-0": 456, "T-1": 608, "T-2": 304}
+    started = {f"{e['topic']}-{e['partition']}": (e["ts_ms"], e["offset"]) for e in where(events, "fetch_position_set", generation_id=8)}
+    assert {tp: offset for tp, (_, offset) in started.items()} == {"T-0": 456, "T-1": 561, "T-2": 304}
     for tp, (ts, offset) in started.items():
         assert offset == _acknowledged(events, before_ms=ts)[tp]
     assert (checks["consumed"], checks["acked"], checks["duplicates"], checks["rebalances"]) == (2500, 2500, 0, 2)
