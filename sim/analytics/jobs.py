@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.types import ArrayType, StringType
 
-from sim.analytics.schema import EVENT_SCHEMA
+from sim.analytics.events import read_events
 
 __all__ = ["analyze_runs", "read_events"]
 
@@ -43,22 +43,6 @@ ISR_EVENTS = (
     "replica_removed_from_isr",  # the controller's, for a dead broker
     "leader_elected",  # a new leader and its ISR
 )
-
-
-def read_events(spark: SparkSession, run_dirs: list[Path]) -> DataFrame:
-    """Every event of these runs, read with the documented schema; a bad line fails the job.
-
-    Column `run` is the index of the run directory in `run_dirs` (two directories may hold the
-    same run id: the same scenario and seed, run twice).
-    """
-    paths = [(d / "events.jsonl").resolve().as_uri() for d in run_dirs]
-    index = F.create_map(*[x for i, p in enumerate(paths) for x in (F.lit(p), F.lit(i))])
-    return (
-        spark.read.schema(EVENT_SCHEMA)
-        .option("mode", "FAILFAST")
-        .json(paths)
-        .withColumn("run", index[F.input_file_name()])
-    )
 
 
 def _by_run(rows: list[Any], key: str, value: str) -> dict[int, dict[str, Any]]:

@@ -56,6 +56,8 @@ def spark_session(master: str = "local[*]", *, testing: bool = False) -> Any:
         .config("spark.sql.shuffle.partitions", "2" if master.startswith("local") else "200")
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.sql.execution.pythonUDF.arrow.enabled", "false")
+        # The formatted plan each query logs for the UI costs more than the query on deep plans.
+        .config("spark.sql.ui.explainMode", "simple")
     )
     if testing:
         builder = builder.config("spark.default.parallelism", "1").config("spark.driver.memory", "1g")
