@@ -3,9 +3,10 @@
 `analyze_runs` reads the event logs of any number of runs in one job and computes, per run:
 events by type, dropped messages by reason, rejected frames, produce outcomes by error, ISR
 changes, each replica's LEO and HW per second (for the report), the faults injected, and for the
-gossip stand-in its ping round trips. Later issues add duplicates by cause, rebalances and lag;
-they read the same way. No Python UDFs: everything is
-built-in aggregation, which stays in the JVM.
+gossip stand-in its ping round trips; the records consumed and the duplicates by cause
+(`sim.analytics.duplicates`), and the acknowledged records lost and records written twice
+(`sim.analytics.final_logs`). No Python UDFs: everything is built-in expressions, aggregations
+and windows, which stay in the JVM.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.types import ArrayType, StringType
 
+from sim.analytics.duplicates import duplicates_by_run
 from sim.analytics.events import read_events
+from sim.analytics.final_logs import final_log_figures
 
 __all__ = ["analyze_runs", "read_events"]
 
@@ -105,6 +108,8 @@ def analyze_runs(spark: SparkSession, run_dirs: list[Path]) -> list[dict[str, An
     )
     ownership = _ownership(events).collect()
     ends = events.groupBy("run").agg(F.max("ts_ms").alias("end_ms")).collect()
+    groups = duplicates_by_run(events, len(run_dirs))
+    logs = final_log_figures(events, len(run_dirs))
     events.unpersist()
     counts = _by_run(by_type, "event", "count")
     drop_counts = _by_run(drops, "reason", "count")
@@ -120,6 +125,8 @@ def analyze_runs(spark: SparkSession, run_dirs: list[Path]) -> list[dict[str, An
             "isr_changes": [],
             "replica_offsets": {},
             "ownership": [],
+            **groups[run],
+            **logs[run],
         }
         for run in range(len(run_dirs))
     ]
