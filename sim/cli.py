@@ -4,7 +4,7 @@
     kafkasim analyze RUN_DIR [RUN_DIR ...] [--master URL] [--json]
     kafkasim report RUN_DIR
     kafkasim study [--out DIR] [--master URL]
-    kafkasim bench [--json] [--quick]
+    kafkasim bench [--json] [--quick] [--analytics]
 
 A user's mistake (a bad file, key or value) is one line on stderr naming it, and exit status 2;
 a simulator failure is one line with the seed and the event, exit status 1, the traceback in the
@@ -93,6 +93,11 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     bench.add_argument(
         "--quick", action="store_true", help="one simulated minute of the standard workload, not five"
+    )
+    bench.add_argument(
+        "--analytics",
+        action="store_true",
+        help="also time the duplicate and final-log Spark jobs on 5 million events from Parquet (minutes)",
     )
     return parser
 
@@ -391,6 +396,12 @@ def _bench(args: argparse.Namespace) -> int:
         sys.stderr.write(f"running the standard workload, {length}, and the floor...\n")
     figures["std"] = run_std_bench(quick=args.quick)
     figures["producer"] = figures["std"].pop("producer")
+    if args.analytics:
+        from sim.analytics.bench import analytics_figures  # noqa: PLC0415 - Spark only when asked
+
+        if not args.json:
+            sys.stderr.write("timing the Spark duplicate and final-log jobs on 5 million events...\n")
+        figures["analytics"] = analytics_figures()
     if args.json:
         sys.stdout.write(json.dumps(figures) + "\n")
         return 0
@@ -406,6 +417,12 @@ def _bench(args: argparse.Namespace) -> int:
         f"producer: {figures['producer']['records_per_wall_s']} records per wall second, "
         f"{figures['producer']['records_per_request']} records per Produce request\n"
     )
+    if args.analytics:
+        a = figures["analytics"]
+        sys.stdout.write(
+            f"analytics: {a['events_per_s']} events/s warm on {a['master']} ({a['events']} events, "
+            f"{a['runs']} runs, {a['warm_s']} s; cold {a['cold_s']} s)\n"
+        )
     return 0
 
 
