@@ -5,7 +5,7 @@
     kafkasim report RUN_DIR
     kafkasim study [--out DIR] [--master URL]
     kafkasim sweep [SCENARIO] --seeds N [--grid KEY=V1,V2 ...] [--set KEY=VALUE ...] [--master URL] --out DIR
-    kafkasim bench [--json] [--quick] [--sweep]
+    kafkasim bench [--json] [--quick] [--sweep] [--analytics]
 
 A user's mistake (a bad file, key or value) is one line on stderr naming it, and exit status 2;
 a simulator failure is one line with the seed and the event, exit status 1, the traceback in the
@@ -15,7 +15,10 @@ run directory's failure.txt; an interrupt exits 130 after writing the summary.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -74,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     analyze = commands.add_parser("analyze", help="analyse run directories on Spark")
     analyze.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     analyze.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    analyze.add_argument("--json", action="store_true", help="print the analyses as JSON lines")
+    analyze.add_argument("--json", action="store_true", help="print the analyses as one JSON object")
 
     report = commands.add_parser("report", help="write a run directory's report.html")
     report.add_argument("run_dir", type=Path, metavar="RUN_DIR")
@@ -110,6 +113,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "--sweep", action="store_true", help="also time a sweep of 8 short runs on Spark, local[2] against local[1]"
+    )
+    bench.add_argument(
+        "--analytics",
+        action="store_true",
+        help="also time the duplicate and final-log Spark jobs on 5 million events from Parquet (minutes)",
     )
     return parser
 
@@ -249,25 +257,107 @@ def _check_run_dir(run_dir: Path, *files: str) -> None:
             raise RunDirError(msg)
 
 
-def _analyze(args: argparse.Namespace) -> int:
-    for run_dir in args.run_dirs:
-        _check_run_dir(run_dir, "events.jsonl")
-    from sim.analytics.jobs import analyze_runs  # noqa: PLC0415 - Spark only when asked
-    from sim.analytics.session import spark_session  # noqa: PLC0415
+class SparkUnavailable(RuntimeError):
+    """The Spark master cannot be reached, or Spark cannot start or run the job."""
 
-    sys.stderr.write(f"analysing {len(args.run_dirs)} run(s) on Spark ({args.master})...\n")
-    spark = spark_session(args.master)
+
+_MASTER_KINDS = ("local", "spark://", "yarn", "k8s://")
+
+
+def _check_master(master: str) -> None:
+    """A standalone master (`spark://host:port`) that does not answer: said before the JVM
+    starts, since Spark itself retries for a minute and then logs stack traces. A URL of no
+    kind Spark knows is refused here too, as spark-submit would with a Java stack trace."""
+    if not master.startswith(_MASTER_KINDS):
+        msg = f"--master {master}: not a Spark master URL (local[N], spark://HOST:PORT, yarn, k8s://...)"
+        raise RunDirError(msg)
+    if not master.startswith("spark://"):
+        return
+    import socket  # noqa: PLC0415
+    from urllib.parse import urlparse  # noqa: PLC0415
+
+    for hostport in master.removeprefix("spark://").split(","):
+        url = urlparse(f"spark://{hostport}")
+        try:
+            with socket.create_connection((url.hostname or "", url.port or 7077), timeout=3):
+                return
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc)
+    msg = f"cannot reach the Spark master {master}: {reason}"
+    raise SparkUnavailable(msg)
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from sim.analytics.prescan import BadEventLog, check_event_log  # noqa: PLC0415
+
+    for run_dir in args.run_dirs:
+        if not (run_dir / "events.jsonl").is_file():
+            return _usage_error(f"{run_dir}: not a run directory (no events.jsonl)")
     try:
-        analyses = analyze_runs(spark, args.run_dirs)
-    finally:
-        spark.stop()
+        _check_master(args.master)
+    except SparkUnavailable as exc:
+        sys.stderr.write(f"kafkasim: {exc}\n")
+        return EXIT_FAILED
+    try:
+        for run_dir in args.run_dirs:
+            check_event_log(run_dir / "events.jsonl")
+    except BadEventLog as exc:
+        return _usage_error(str(exc))
+    try:
+        analyses = _spark_analyses(args.run_dirs, args.master)
+    except SparkUnavailable as exc:
+        sys.stderr.write(f"kafkasim: {exc}\n")
+        return EXIT_FAILED
     for run_dir, analysis in zip(args.run_dirs, analyses, strict=True):
         (run_dir / "analysis.json").write_text(json.dumps(analysis, indent=2) + "\n")
-        if args.json:
-            sys.stdout.write(json.dumps({"run_dir": str(run_dir), **analysis}) + "\n")
-        else:
+        if not args.json:
             sys.stdout.write(_analysis_line(run_dir, analysis) + "\n")
+    if args.json:
+        runs = [{"dir": str(d), **a} for d, a in zip(args.run_dirs, analyses, strict=True)]
+        sys.stdout.write(json.dumps({"runs": runs}) + "\n")
     return 0
+
+
+def _spark_analyses(run_dirs: list[Path], master: str) -> list[dict[str, Any]]:
+    """analyze_runs on a session of `master`; Spark's failures become one line."""
+    from py4j.protocol import Py4JError  # noqa: PLC0415 - Spark only when asked
+    from pyspark.errors import PySparkException  # noqa: PLC0415
+
+    from sim.analytics.jobs import analyze_runs  # noqa: PLC0415
+    from sim.analytics.session import spark_session  # noqa: PLC0415
+
+    sys.stderr.write(f"analysing {len(run_dirs)} run(s) on Spark ({master})...\n")
+    # py4j logs a call broken by an interrupt with its traceback; the CLI says it in one line.
+    logging.disable(logging.CRITICAL)
+    try:
+        spark = spark_session(master, quiet=True)
+    except (Py4JError, PySparkException, RuntimeError, OSError) as exc:
+        msg = f"Spark did not start on {master}: {_first_line(exc)}"
+        raise SparkUnavailable(msg) from None
+    # PySpark's own Ctrl-C handler calls into the JVM from inside the call it interrupts; and
+    # py4j turns an interrupt inside a call into an error of its own.
+    interrupted = []
+
+    def interrupt(_signum: int, _frame: Any) -> None:
+        interrupted.append(True)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    try:
+        return analyze_runs(spark, run_dirs)
+    except (Py4JError, PySparkException) as exc:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        msg = f"the Spark job failed: {_first_line(exc)}"
+        raise SparkUnavailable(msg) from None
+    finally:
+        with contextlib.suppress(Exception):
+            spark.stop()
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 def _analysis_line(run_dir: Path, analysis: dict[str, Any]) -> str:
@@ -280,6 +370,10 @@ def _analysis_line(run_dir: Path, analysis: dict[str, Any]) -> str:
     if outcomes:
         parts.append("produce outcomes " + ", ".join(f"{k} {v}" for k, v in outcomes.items()))
         parts.append(f"{len(analysis['isr_changes'])} ISR changes")
+        parts.append(f"lost {analysis['lost_acked']}, written twice {analysis['log_duplicates']}")
+    if analysis["consumed"]:
+        causes = ", ".join(f"{cause} {n}" for cause, n in analysis["duplicates_by_cause"].items())
+        parts.append(f"consumed {analysis['consumed']}, duplicates {analysis['duplicates']}{f' ({causes})' if causes else ''}")
     rtt = analysis["ping_rtt_ms"]
     if rtt:
         parts.append(f"ping rtt p50 {rtt['p50']} ms, p99 {rtt['p99']} ms")
@@ -306,7 +400,9 @@ def _study(args: argparse.Namespace) -> int:
     if status != 0:
         return status
     sys.stderr.write("2/3 analysing the run on Spark...\n")
-    _analyze(argparse.Namespace(run_dirs=[args.out], master=args.master, json=False))
+    status = _analyze(argparse.Namespace(run_dirs=[args.out], master=args.master, json=False))
+    if status != 0:
+        return status
     sys.stderr.write("3/3 writing the report...\n")
     return _report(args.out)
 
@@ -374,6 +470,12 @@ def _bench(args: argparse.Namespace) -> int:
         if not args.json:
             sys.stderr.write("timing a sweep of 8 short runs on Spark, local[1] then local[2]...\n")
         figures["sweep"] = run_sweep_bench()
+    if args.analytics:
+        from sim.analytics.bench import analytics_figures  # noqa: PLC0415 - Spark only when asked
+
+        if not args.json:
+            sys.stderr.write("timing the Spark duplicate and final-log jobs on 5 million events...\n")
+        figures["analytics"] = analytics_figures()
     if args.json:
         sys.stdout.write(json.dumps(figures) + "\n")
         return 0
@@ -395,6 +497,12 @@ def _bench(args: argparse.Namespace) -> int:
             f"sweep: {sw['runs']} runs in {sw['local1_wall_s']} s on local[1], {sw['local2_wall_s']} s on "
             f"local[2]: speedup {sw['speedup']} (same digests: {sw['same_digests']}; load average "
             f"{sw['load_average_before']} before, {sw['load_average_after']} after, {sw['cpus']} CPUs)\n"
+        )
+    if args.analytics:
+        a = figures["analytics"]
+        sys.stdout.write(
+            f"analytics: {a['events_per_s']} events/s warm on {a['master']} ({a['events']} events, "
+            f"{a['runs']} runs, {a['warm_s']} s; cold {a['cold_s']} s)\n"
         )
     return 0
 

@@ -3,9 +3,10 @@
 `analyze_runs` reads the event logs of any number of runs in one job and computes, per run:
 events by type, dropped messages by reason, rejected frames, produce outcomes by error, ISR
 changes, each replica's LEO and HW per second (for the report), the faults injected, and for the
-gossip stand-in its ping round trips. Later issues add duplicates by cause, rebalances and lag;
-they read the same way. No Python UDFs: everything is
-built-in aggregation, which stays in the JVM.
+gossip stand-in its ping round trips; the records consumed and the duplicates by cause
+(`sim.analytics.duplicates`), and the acknowledged records lost and records written twice
+(`sim.analytics.final_logs`). No Python UDFs: everything is built-in expressions, aggregations
+and windows, which stay in the JVM.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.types import ArrayType, StringType
 
-from sim.analytics.schema import EVENT_SCHEMA
+from sim.analytics.duplicates import duplicates_by_run
+from sim.analytics.events import read_events
+from sim.analytics.final_logs import final_log_figures
 
 __all__ = ["analyze_runs", "read_events"]
 
@@ -43,22 +46,6 @@ ISR_EVENTS = (
     "replica_removed_from_isr",  # the controller's, for a dead broker
     "leader_elected",  # a new leader and its ISR
 )
-
-
-def read_events(spark: SparkSession, run_dirs: list[Path]) -> DataFrame:
-    """Every event of these runs, read with the documented schema; a bad line fails the job.
-
-    Column `run` is the index of the run directory in `run_dirs` (two directories may hold the
-    same run id: the same scenario and seed, run twice).
-    """
-    paths = [(d / "events.jsonl").resolve().as_uri() for d in run_dirs]
-    index = F.create_map(*[x for i, p in enumerate(paths) for x in (F.lit(p), F.lit(i))])
-    return (
-        spark.read.schema(EVENT_SCHEMA)
-        .option("mode", "FAILFAST")
-        .json(paths)
-        .withColumn("run", index[F.input_file_name()])
-    )
 
 
 def _by_run(rows: list[Any], key: str, value: str) -> dict[int, dict[str, Any]]:
@@ -121,6 +108,8 @@ def analyze_runs(spark: SparkSession, run_dirs: list[Path]) -> list[dict[str, An
     )
     ownership = _ownership(events).collect()
     ends = events.groupBy("run").agg(F.max("ts_ms").alias("end_ms")).collect()
+    groups = duplicates_by_run(events, len(run_dirs))
+    logs = final_log_figures(events, len(run_dirs))
     events.unpersist()
     counts = _by_run(by_type, "event", "count")
     drop_counts = _by_run(drops, "reason", "count")
@@ -136,6 +125,8 @@ def analyze_runs(spark: SparkSession, run_dirs: list[Path]) -> list[dict[str, An
             "isr_changes": [],
             "replica_offsets": {},
             "ownership": [],
+            **groups[run],
+            **logs[run],
         }
         for run in range(len(run_dirs))
     ]

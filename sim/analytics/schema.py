@@ -50,6 +50,7 @@ _LONG = (
     "generation_id",
     "first_offset",
     "end_offset",
+    "broker_id",
 )
 _STRING = (
     "run_id",
@@ -73,6 +74,8 @@ _STRING = (
     "member_id",
     "partitions",
     "records",
+    "source",
+    "commit",
 )
 
 EVENT_SCHEMA = StructType(
@@ -81,6 +84,9 @@ EVENT_SCHEMA = StructType(
     + [StructField(name, LongType()) for name in _LONG[2:]]
     + [
         StructField("one_way", BooleanType()),
+        StructField("static", BooleanType()),
+        StructField("enable_auto_commit", BooleanType()),
         StructField("isr", ArrayType(LongType())),
+        StructField("members", ArrayType(StringType())),
     ]
 )

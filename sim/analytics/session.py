@@ -25,24 +25,31 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 logger.pygw.name = org.apache.spark.api.python.PythonGatewayServer
 logger.pygw.level = error
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
 """
 
 
-def _log4j_file() -> Path:
-    path = Path(tempfile.gettempdir()) / "kafkasim-log4j2.properties"
-    if not path.exists() or path.read_text() != _LOG4J2:
-        path.write_text(_LOG4J2)
+def _log4j_file(level: str) -> Path:
+    path = Path(tempfile.gettempdir()) / f"kafkasim-log4j2-{level}.properties"
+    text = _LOG4J2.replace("level = error", f"level = {level}")
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
     return path
 
 
-def spark_session(master: str = "local[*]", *, testing: bool = False) -> Any:
-    """A SparkSession for the analytics (one per process; `getOrCreate` reuses it)."""
+def spark_session(master: str = "local[*]", *, testing: bool = False, quiet: bool = False) -> Any:
+    """A SparkSession for the analytics (one per process; `getOrCreate` reuses it).
+
+    `quiet`: Spark logs only fatal errors, not its other errors (the command line turns a failure
+    into one line of its own, and an interrupt's shutdown would log stack traces)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession  # noqa: PLC0415 - the JVM is only paid for when used
 
-    java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+    level = "fatal" if quiet else "error"
+    java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file(level)}"
     if testing:
         java_opts += " -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
     builder = (
@@ -56,9 +63,11 @@ def spark_session(master: str = "local[*]", *, testing: bool = False) -> Any:
         .config("spark.sql.shuffle.partitions", "2" if master.startswith("local") else "200")
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.sql.execution.pythonUDF.arrow.enabled", "false")
+        # The formatted plan each query logs for the UI costs more than the query on deep plans.
+        .config("spark.sql.ui.explainMode", "simple")
     )
     if testing:
         builder = builder.config("spark.default.parallelism", "1").config("spark.driver.memory", "1g")
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.setLogLevel(level.upper())
     return session

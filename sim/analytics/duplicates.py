@@ -1,0 +1,260 @@
+"""Consumed records and duplicates by cause, on Spark, from the events alone.
+
+The rules are `sim/groups.py`'s (its module docstring has the table): every processing of a
+record (group, partition, offset, the leader epoch it was written in) after the first is one
+duplicate, labelled by the hold that processed it before, once that hold has ended, else by
+the hold processing now (a zombie), else `unexplained`. A hold is one consumer's ownership of
+one partition; the first event that ends it gives its label.
+
+What is sequential per consumer is done with windows ordered by the log's line number `ln`
+(`sim.analytics.events`): per consumer incarnation (its auto-commit and listener settings,
+its last commit error), then per consumer and partition (which event starts a hold, which ends
+it). Causes that come from the coordinator (a removal, a generation without the member) are
+range joins of the holds with those events. Processings stay offset ranges: each is cut at
+every range boundary of its partition, so that each piece was processed whole or not at all,
+and the previous processing of a piece is a `lag` over the pieces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+from pyspark.sql.types import ArrayType, StringType
+
+__all__ = ["duplicates_by_run", "group_duplicates"]
+
+COORDINATOR_FAILURES = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "DISCONNECTED", "TIMEOUT")
+REMOVALS = {"session_timeout": "expelled_session_timeout", "not_rejoined": "poll_interval_exceeded"}
+CONSUMER_EVENTS = (
+    "consumer_started",
+    "partitions_assigned",
+    "partitions_revoked",
+    "partitions_lost",
+    "poll_timeout_expired",
+    "offset_commit_answered",
+    "fetch_position_set",
+    "records_processed",
+)
+NEVER = 1 << 62
+"""A line number after every line: a hold that never ended."""
+
+# Kinds of a consumer's per-partition timeline.
+ASSIGN, REVOKE, RESET, PROCESS, CRASH, STARTED = "assign", "revoke", "reset", "process", "crash", "started"
+
+
+def _consumer_events(events: DataFrame) -> DataFrame:
+    """Each consumer's events (its node's crash among them), with what its current
+    incarnation (since its last `consumer_started`) knows: group, auto-commit, whether
+    `onPartitionsRevoked` commits, and its last commit's outcome. Events before a consumer's
+    first start are dropped, as the simulator ignores them."""
+    own = events.where(F.col("event").isin(*CONSUMER_EVENTS))
+    crashes = events.where(F.col("event") == "node_crashed").withColumn("node", F.col("target"))
+    nodes = own.where(F.col("event") == "consumer_started").select("run", "node").distinct()
+    rows = own.unionByName(crashes.join(nodes, ["run", "node"], "left_semi"))
+    by_node = Window.partitionBy("run", "node").orderBy("ln")
+    rows = rows.withColumn("inc", F.sum((F.col("event") == "consumer_started").cast("int")).over(by_node))
+    rows = rows.where(F.col("inc") > 0)
+    by_inc = Window.partitionBy("run", "node", "inc").orderBy("ln")
+    upto = by_inc.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    started = F.col("event") == "consumer_started"
+    return (
+        rows.withColumn("c_group", F.first(F.when(started, F.col("group_id")), ignorenulls=True).over(upto))
+        .withColumn("auto_commit", F.first(F.when(started, F.col("enable_auto_commit")), ignorenulls=True).over(upto))
+        .withColumn("listener", F.first(F.when(started, F.col("commit") == "on_revoke"), ignorenulls=True).over(upto))
+        .withColumn(
+            "commit_error",
+            F.coalesce(
+                F.last(F.when(F.col("event") == "offset_commit_answered", F.col("error")), ignorenulls=True).over(upto),
+                F.lit("NONE"),
+            ),
+        )
+    )
+
+
+def _release_label() -> Column:
+    """A revocation's or loss's label: the first row of the table that holds."""
+    revoked_plain = (F.col("event") == "partitions_revoked") & ~F.col("listener")
+    return (
+        F.when(F.col("reason") == "unsubscribe", "unsubscribe_without_commit")
+        .when(F.col("commit_error").isin(*COORDINATOR_FAILURES), "coordinator_failover")
+        .when(F.col("commit_error") != "NONE", "commit_failed_or_fenced")
+        .when(revoked_plain & F.col("auto_commit") & (F.col("reason") == "cooperative"), "cooperative_revocation_gap")
+        .when(revoked_plain & ~F.col("auto_commit"), "revoked_without_commit")
+        .otherwise("commit_failed_or_fenced")
+    )
+
+
+def _timeline(consumers: DataFrame) -> DataFrame:
+    """One row per (consumer, partition) fact, in log order: assignments, revocations and
+    losses, position resets, processings; a crash or restart of the node is a row for each
+    partition the consumer ever touched."""
+    names = F.explode(F.from_json("partitions", ArrayType(StringType())))
+    tp = F.concat_ws("-", F.col("topic"), F.col("partition").cast("string"))
+    keep = ["run", "node", "ln", "c_group", "member_id", "group_id", "leader_epoch", "first_offset", "end_offset"]
+    assigned = consumers.where(F.col("event") == "partitions_assigned").select(
+        *keep, names.alias("tp"), F.lit(ASSIGN).alias("kind"), F.lit(None).cast("string").alias("exit_label")
+    )
+    released = consumers.where(F.col("event").isin("partitions_revoked", "partitions_lost")).select(
+        *keep, names.alias("tp"), F.lit(REVOKE).alias("kind"), _release_label().alias("exit_label")
+    )
+    reset = consumers.where((F.col("event") == "fetch_position_set") & (F.col("source") != "committed")).select(
+        *keep, tp.alias("tp"), F.lit(RESET).alias("kind"), F.lit("log_truncation_or_reset").alias("exit_label")
+    )
+    processed = consumers.where(F.col("event") == "records_processed").select(
+        *keep, tp.alias("tp"), F.lit(PROCESS).alias("kind"), F.lit(None).cast("string").alias("exit_label")
+    )
+    facts = assigned.unionByName(released).unionByName(reset).unionByName(processed)
+    touched = facts.select("run", "node", "tp").distinct()
+    node_wide = (
+        consumers.where(F.col("event").isin("node_crashed", "consumer_started"))
+        .join(touched, ["run", "node"])
+        .select(
+            *keep,
+            "tp",
+            F.when(F.col("event") == "node_crashed", CRASH).otherwise(STARTED).alias("kind"),
+            F.when(F.col("event") == "node_crashed", "crash_before_commit").alias("exit_label"),
+        )
+    )
+    return facts.unionByName(node_wide)
+
+
+def _holds(timeline: DataFrame) -> DataFrame:
+    """Which timeline rows start a hold and which end one. A consumer holds a partition after
+    an assignment or a processing (which takes one if it had none), until a revocation, a
+    crash or a restart; a reset while holding ends the hold and starts another."""
+    by_tp = Window.partitionBy("run", "node", "tp").orderBy("ln")
+    before = by_tp.rowsBetween(Window.unboundedPreceding, -1)
+    upto = by_tp.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    kind = F.col("kind")
+    status = F.when(kind.isin(ASSIGN, PROCESS), 1).when(kind.isin(REVOKE, CRASH, STARTED), 0)
+    t = timeline.withColumn("held_before", F.coalesce(F.last(status, ignorenulls=True).over(before), F.lit(0)) == 1)
+    held = F.col("held_before")
+    starts = (kind == ASSIGN) | ((kind == RESET) & held) | ((kind == PROCESS) & ~held)
+    t = (
+        t.withColumn("starts", starts)
+        .withColumn("prev_hold", F.last(F.when(F.col("starts"), F.col("ln")), ignorenulls=True).over(before))
+        .withColumn("hold", F.last(F.when(F.col("starts"), F.col("ln")), ignorenulls=True).over(upto))
+        # A reset's new hold keeps the member id of the one it replaces.
+        .withColumn("hold_member", F.last(F.when(F.col("starts") & (kind != RESET), F.col("member_id")), ignorenulls=True).over(upto))
+        .withColumn("ends", held & kind.isin(ASSIGN, REVOKE, CRASH, STARTED, RESET))
+    )
+    return t
+
+
+def _hold_labels(t: DataFrame, events: DataFrame, consumers: DataFrame) -> DataFrame:
+    """Each hold (run, node, tp, hold) with the line and label of the first event that ended it."""
+    holds = t.where("starts").select(
+        "run", "node", "tp", "hold", F.col("c_group").alias("group"), F.col("hold_member").alias("member")
+    )
+    exits = t.where("ends").select("run", "node", "tp", F.col("prev_hold").alias("hold"), F.col("ln").alias("exit_ln"), "exit_label")
+    holds = holds.join(exits, ["run", "node", "tp", "hold"], "left").withColumn(
+        "exit_ln", F.coalesce(F.col("exit_ln"), F.lit(NEVER))
+    )
+    h = holds.alias("h")
+    inside = lambda e: (F.col("e.ln") > F.col("h.hold")) & (F.col("e.ln") < F.col("h.exit_ln"))  # noqa: E731
+    polls = consumers.where(F.col("event") == "poll_timeout_expired").select(
+        "run",
+        "node",
+        "ln",
+        F.when(F.col("static"), "static_poll_timeout_self_replay").otherwise("poll_interval_exceeded").alias("label"),
+    ).alias("e")
+    removal = F.lit(None).cast("string")
+    for reason, label in REMOVALS.items():
+        removal = F.when(F.col("reason") == reason, label).otherwise(removal)
+    removed = events.where(F.col("event") == "group_member_removed").select(
+        "run", "ln", "group_id", "member_id", removal.alias("label")
+    ).where(F.col("label").isNotNull()).alias("e")
+    generations = events.where(F.col("event") == "generation_started").select("run", "ln", "group_id", "members").alias("e")
+    key = ["run", "node", "tp", "hold"]
+    found = [
+        holds.where(F.col("exit_label").isNotNull()).select(*key, F.col("exit_ln").alias("at"), F.col("exit_label").alias("label")),
+        h.join(polls, (F.col("h.run") == F.col("e.run")) & (F.col("h.node") == F.col("e.node")) & inside("e"))
+        .select(*[F.col(f"h.{k}") for k in key], F.col("e.ln").alias("at"), F.col("e.label").alias("label")),
+        h.join(
+            removed,
+            (F.col("h.run") == F.col("e.run"))
+            & (F.col("h.group") == F.col("e.group_id"))
+            & (F.col("h.member") == F.col("e.member_id"))
+            & inside("e"),
+        ).select(*[F.col(f"h.{k}") for k in key], F.col("e.ln").alias("at"), F.col("e.label").alias("label")),
+        h.join(
+            generations,
+            (F.col("h.run") == F.col("e.run"))
+            & (F.col("h.group") == F.col("e.group_id"))
+            & ~F.array_contains(F.col("e.members"), F.col("h.member"))
+            & inside("e"),
+        ).select(*[F.col(f"h.{k}") for k in key], F.col("e.ln").alias("at"), F.lit("coordinator_failover").alias("label")),
+    ]
+    labels = found[0]
+    for more in found[1:]:
+        labels = labels.unionByName(more)
+    first = labels.groupBy(*key).agg(F.min(F.struct("at", "label")).alias("first"))
+    return first.select(*key, F.col("first.at").alias("label_at"), F.col("first.label").alias("label"))
+
+
+def group_duplicates(events: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(consumed per run, duplicates per run and cause) from events with columns `run` and `ln`."""
+    # Checkpoints cut the plan: each stage is read by several later ones, and without them the
+    # plan repeats its whole history in every branch (planning time grows past the job's).
+    consumers = _consumer_events(events).localCheckpoint()
+    t = _holds(_timeline(consumers)).localCheckpoint()
+    labels = _hold_labels(t, events, consumers).localCheckpoint()
+    processed = t.where(F.col("kind") == PROCESS).select(
+        "run", F.col("group_id").alias("group"), "tp", "node", "ln", "hold",
+        F.col("leader_epoch").alias("epoch"), F.col("first_offset").alias("lo"), F.col("end_offset").alias("hi"),
+    )
+    consumed = processed.groupBy("run").agg(F.sum(F.col("hi") - F.col("lo")).alias("consumed"))
+    ranges = processed.where(F.col("hi") > F.col("lo"))
+    part = ["run", "group", "tp"]
+    # Every boundary of the partition's ranges, numbered: a range covers pieces [i(lo), i(hi)).
+    bounds = ranges.select(*part, F.col("lo").alias("at")).unionByName(ranges.select(*part, F.col("hi").alias("at"))).distinct()
+    order = Window.partitionBy(*part).orderBy("at")
+    bounds = bounds.withColumn("i", F.row_number().over(order)).withColumn("next", F.lead("at").over(order)).localCheckpoint()
+    lo = bounds.select(*part, F.col("at").alias("lo"), F.col("i").alias("i_lo"))
+    hi = bounds.select(*part, F.col("at").alias("hi"), F.col("i").alias("i_hi"))
+    pieces = (
+        ranges.join(lo, [*part, "lo"])
+        .join(hi, [*part, "hi"])
+        .select("run", "group", "tp", "node", "ln", "hold", "epoch", F.explode(F.sequence("i_lo", F.col("i_hi") - 1)).alias("i"))
+        .join(bounds.select(*part, "i", "at", "next"), [*part, "i"])
+    )
+    by_piece = Window.partitionBy(*part, "i").orderBy("ln")
+    again = (
+        pieces.withColumn("prev_epoch", F.lag("epoch").over(by_piece))
+        .withColumn("prev_node", F.lag("node").over(by_piece))
+        .withColumn("prev_hold", F.lag("hold").over(by_piece))
+        .where(F.col("prev_epoch") == F.col("epoch"))
+    )
+    before = labels.select(
+        "run", F.col("node").alias("prev_node"), "tp", F.col("hold").alias("prev_hold"),
+        F.col("label_at").alias("before_at"), F.col("label").alias("before_label"),
+    )
+    now = labels.select("run", "node", "tp", "hold", F.col("label_at").alias("now_at"), F.col("label").alias("now_label"))
+    cause = (
+        F.when(F.col("before_at") < F.col("ln"), F.col("before_label"))
+        .when(F.col("now_at") < F.col("ln"), F.col("now_label"))
+        .otherwise("unexplained")
+    )
+    duplicates = (
+        again.join(before, ["run", "prev_node", "tp", "prev_hold"], "left")
+        .join(now, ["run", "node", "tp", "hold"], "left")
+        .groupBy("run", cause.alias("cause"))
+        .agg(F.sum(F.col("next") - F.col("at")).alias("duplicates"))
+    )
+    return consumed, duplicates
+
+
+def duplicates_by_run(events: DataFrame, runs: int) -> list[dict[str, Any]]:
+    """`consumed`, `duplicates` and `duplicates_by_cause` for runs 0 .. runs-1."""
+    consumed, duplicates = group_duplicates(events)
+    out: list[dict[str, Any]] = [{"consumed": 0, "duplicates": 0, "duplicates_by_cause": {}} for _ in range(runs)]
+    for row in consumed.collect():
+        out[row["run"]]["consumed"] = row["consumed"]
+    for row in duplicates.collect():
+        out[row["run"]]["duplicates_by_cause"][row["cause"]] = row["duplicates"]
+    for figures in out:
+        figures["duplicates_by_cause"] = dict(sorted(figures["duplicates_by_cause"].items()))
+        figures["duplicates"] = sum(figures["duplicates_by_cause"].values())
+    return out
