@@ -259,7 +259,8 @@ def test_interrupt_keeps_a_complete_log_and_marks_the_summary(tmp_path: Path) ->
     )
     events = out / "events.jsonl"
     deadline = time.monotonic() + 60
-    while (not events.exists() or events.stat().st_size < 50_000) and time.monotonic() < deadline:
+    # Interrupt once a produce has completed, so the summary has something to count.
+    while (not events.exists() or b'"produce_completed"' not in events.read_bytes()) and time.monotonic() < deadline:
         time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
@@ -280,7 +281,8 @@ def test_interrupt_keeps_a_complete_log_and_marks_the_summary(tmp_path: Path) ->
     # from the start), not zeros.
     sent = sum(len(e["records"]) for e in lines if e["event"] == "batch_sent" and e["attempt"] == 1)
     acked = sum(len(e["records"]) for e in lines if e["event"] == "produce_completed" and e["error"] == "NONE")
-    assert summary["produced"] > 0 and summary["acked"] == acked > 0, (sent, summary["produced"])
+    assert summary["produced"] >= sent > 0, (sent, summary["produced"])
+    assert summary["acked"] == acked > 0
 
 
 def test_bench_prints_the_kernel_figures_as_json() -> None:
