@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from actors.broker.config import BROKER_ACTOR, CONTROLLER_ACTOR
 from actors.core import Address
 from protocols.application import APPLICATION_ACTIONS, ApplicationCall
 from protocols.metadata import ShutdownSignal
@@ -247,7 +248,7 @@ def _shut_down(kernel: Kernel, node: str, fault: Fault) -> None:
     if fault.restart_after_ms is not None:
         kernel.restart_after_exit(node, fault.restart_after_ms)
     signal = ShutdownSignal(fault.exit_after_ms)
-    if not kernel.tell(Address(node, "controller"), signal) and not kernel.tell(Address(node, "broker"), signal):
+    if not kernel.tell(Address(node, CONTROLLER_ACTOR), signal) and not kernel.tell(Address(node, BROKER_ACTOR), signal):
         kernel.emit("application_call_ignored", target=node, action=signal.action)
 
 

@@ -484,6 +484,7 @@ class Kernel:
             self._fail(results, failures)
         kernel_lines = self._log.take()
         self._route(results)
+        exits = []
         for address, result in results:
             self.delivered += result.delivered
             self.handled += result.delivered + result.timers
@@ -492,10 +493,11 @@ class Kernel:
             for command in result.disk:
                 disk.apply(command)
             self._set_next_timer(address, result.next_timer_ms)
-        self._write(_merged([kernel_lines, self._log.take(), *[r.lines for _, r in results]], _line_ts))
-        for address, result in results:
             if result.exited is not None:
-                self._exited(address.node, result.exited)
+                exits.append((address.node, result.exited))
+        self._write(_merged([kernel_lines, self._log.take(), *[r.lines for _, r in results]], _line_ts))
+        for node, ts_ms in exits:  # after the window's lines: the exit is logged after what led to it
+            self._exited(node, ts_ms)
 
     def _route(self, results: list[tuple[Address, WindowResult]]) -> None:
         """Hand every send to the network in (time, sender, sequence) order."""

@@ -39,6 +39,7 @@ from enum import Enum
 from typing import Any
 
 from actors.broker.behavior import broker_id_of
+from actors.broker.config import controller_address
 from actors.controller import zkdata as zk
 from actors.controller.kafka_controller import (
     ControllerMoved,
@@ -654,7 +655,7 @@ class Controller:
         self.s.next_correlation_id += 1
         shutdown.waiting, shutdown.controller = self.s.next_correlation_id, controller
         request = ControlledShutdownRequest(self.config.broker_id, self.s.broker_epoch)
-        out.send(Address(f"broker-{controller}", "controller"), request, shutdown.waiting)
+        out.send(controller_address(controller), request, shutdown.waiting)
         out.set_timer("controlled-shutdown-timeout", self.config.request_timeout_ms)
 
     def _on_controlled_shutdown_response(
