@@ -7,12 +7,12 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: study test bench clean zookeeper
+.PHONY: study test bench clean zookeeper chromium
 
 study: $(VENV)/.installed
 	$(BIN)/kafkasim study
 
-test: $(VENV)/.installed zookeeper
+test: $(VENV)/.installed zookeeper chromium
 	$(BIN)/python -m pytest
 
 # Debian's ZooKeeper, for the conformance test of the ZooKeeper model (tests/conformance). Where
@@ -22,6 +22,14 @@ zookeeper:
 		&& [ "$$(id -u)" = 0 ] && apt-get update -qq \
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null; } \
 		|| echo "note: Debian's zookeeper package is not installed: the conformance test will be skipped"
+
+# Debian's Chromium, for the test that renders a report headless (tests/report). Where it cannot
+# be installed (not Debian, not root) that test is skipped and says why; CI requires it.
+chromium:
+	@[ -x /usr/bin/chromium ] || { command -v apt-get >/dev/null 2>&1 \
+		&& [ "$$(id -u)" = 0 ] && apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+		|| echo "note: Debian's chromium package is not installed: the report's browser test will be skipped"
 
 bench: $(VENV)/.installed
 	$(BIN)/kafkasim bench

@@ -381,11 +381,13 @@ def _analysis_line(run_dir: Path, analysis: dict[str, Any]) -> str:
 
 
 def _report(run_dir: Path) -> int:
-    _check_run_dir(run_dir, "summary.json", "analysis.json")
+    """The report needs the summary and the event log; Spark's analysis.json adds its tables."""
+    _check_run_dir(run_dir, "summary.json", "events.jsonl")
     from sim.report import write_report  # noqa: PLC0415
 
     summary = json.loads((run_dir / "summary.json").read_text())
-    analysis = json.loads((run_dir / "analysis.json").read_text())
+    spark = run_dir / "analysis.json"
+    analysis = json.loads(spark.read_text()) if spark.is_file() else None
     path = write_report(run_dir, summary, analysis)
     sys.stdout.write(f"report written to {path}\n")
     return 0

@@ -12,7 +12,8 @@ import html
 from pathlib import Path
 from typing import Any
 
-from sim.report import _STYLE, _image, _png
+from sim.report import _STYLE, _image
+from sim.report_plots import png
 from sim.sweep import SweepPlan
 from sim.sweep_tables import FIGURES
 
@@ -60,7 +61,7 @@ def _plot_effect(plan: SweepPlan, configs: list[dict[str, Any]], index: int) -> 
     ax.set_ylabel("duplicates (mean, 95% CI)")
     ax.set_title(f"effect on duplicates, {plan.seeds} seeds per configuration", fontsize=10)
     ax.legend(fontsize=7)
-    return _png(fig)
+    return png(fig)
 
 
 def _html_table(header: list[str], body: list[list[Any]]) -> str:

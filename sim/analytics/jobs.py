@@ -21,20 +21,9 @@ from pyspark.sql.types import ArrayType, StringType
 from sim.analytics.duplicates import duplicates_by_run
 from sim.analytics.events import read_events
 from sim.analytics.final_logs import final_log_figures
+from sim.run_facts import KERNEL_FAULT_EVENTS as FAULT_EVENTS
 
 __all__ = ["analyze_runs", "read_events"]
-
-FAULT_EVENTS = (
-    "node_crashed",
-    "node_stopped",
-    "node_started",
-    "node_paused",
-    "node_resumed",
-    "network_partitioned",
-    "network_partition_lifted",
-    "network_healed",
-    "link_fault_added",
-)
 
 OWNERSHIP_ENDS = ("partitions_revoked", "partitions_lost")
 """A consumer's events that end its hold on the partitions they list; its node's crash or stop

@@ -1,0 +1,175 @@
+"""The consumer groups' part of the run report's story: a consumer's crash and what it left
+to be read again, rebalances (those of a rolling restart told together), partitions left
+without an owner, and the duplicates by cause, each with its reason in Kafka's terms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sim.narrative_text import GAP_MS, grouped, join, node_order, partitions, seconds, span
+from sim.run_facts import RunFacts
+
+__all__ = ["CAUSE_WHY", "consumer_crash", "duplicate_moments", "owner_gap_moments", "rebalance_moments"]
+
+CAUSE_WHY = {
+    "crash_before_commit": "its previous owner crashed after processing them but before committing their offsets, "
+    "and the next owner resumed from the last committed offset (at-least-once delivery)",
+    "expelled_session_timeout": "the coordinator expelled their owner when its session.timeout.ms passed without a "
+    "heartbeat, and their new owner resumed from the last committed offset",
+    "poll_interval_exceeded": "their owner took longer than max.poll.interval.ms between two poll() calls and left "
+    "the group before committing them",
+    "static_poll_timeout_self_replay": "a static member's poll timer expired; it reset itself and read again from "
+    "the last committed offset",
+    "unsubscribe_without_commit": "their owner called unsubscribe() without committing what it had processed",
+    "coordinator_failover": "their owner's last commit failed while the group coordinator moved or was out of reach",
+    "commit_failed_or_fenced": "their owner's commit was rejected or fenced (an old generation), so the next owner "
+    "resumed from an older offset",
+    "cooperative_revocation_gap": "a cooperative rebalance revoked them between two auto-commits, with no commit in "
+    "onPartitionsRevoked",
+    "revoked_without_commit": "they were revoked from a consumer that commits by hand and did not commit in "
+    "onPartitionsRevoked",
+    "log_truncation_or_reset": "the consumer's position was reset (auto.offset.reset after a truncation or an "
+    "out-of-range offset) below what it had processed",
+}
+
+
+
+
+def consumer_crash(crash: dict[str, Any], summary: dict[str, Any], facts: RunFacts) -> str:
+    node, at, held = crash["consumer"], crash["ts_ms"], crash["partitions"]
+    after = [h for h in facts.holds if h["partition"] in held and h["from_ms"] >= at]
+    text = (f"At {seconds(at)} {node} crashed ({crash['kind']}); its partition{'s' if len(held) > 1 else ''} "
+            f"{partitions(held)} had no owner for ")
+    if after:
+        first = min(after, key=lambda h: h["from_ms"])
+        text += f"{span(first['from_ms'] - at)} until generation {first['generation_id']}"
+    else:
+        text += f"{span(facts.end_ms - at)}, to the end of the run"
+    if crash["last_commit_ms"] is None:
+        since = "without having committed"
+    else:
+        kind = "auto-commit" if crash["last_commit_kind"] == "auto" else f"{crash['last_commit_kind']} commit"
+        since = f"since its last {kind} at {seconds(crash['last_commit_ms'])}"
+    text += f"; it had processed {crash['uncommitted']} records {since}"
+    spans = [s for s in summary.get("duplicate_spans", []) if s["partition"] in held and s["from_ms"] >= at]
+    if spans:
+        readers = sorted({s["consumer"] for s in spans}, key=node_order)
+        causes = sorted({s["cause"] for s in spans})
+        text += f", read again by {join(readers)} ({', '.join(causes)})"
+    return text + "."
+
+
+def rebalance_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
+    out = []
+    rows = [{**r, "ts_ms": r["began_ms"] if r["began_ms"] is not None else r["formed_ms"]} for r in facts.rebalances]
+    for group in _grouped_chain(rows):
+        first, last = group[0], group[-1]
+        if len(group) == 1:
+            out.append((first["ts_ms"], 4, _rebalance(first)))
+            continue
+        durations = [r["formed_ms"] - r["ts_ms"] for r in group]
+        who = join(r["trigger"]["member"] for r in group)
+        change = first["trigger"]["change"]
+        out.append((first["ts_ms"], 4, (
+            f"From {seconds(first['ts_ms'])} to {seconds(last['formed_ms'])} group {first['group_id']} rebalanced "
+            f"{len(group)} times as {who} {_change(change, first['trigger']['reason'])}: generations "
+            f"{first['generation_id']} to {last['generation_id']}, each formed in {span(min(durations))} to "
+            f"{span(max(durations))}."
+        )))
+    return out
+
+
+def _trigger(r: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    return (r["group_id"], (r["trigger"] or {}).get("change"), (r["trigger"] or {}).get("reason"))
+
+
+def _grouped_chain(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Consecutive rebalances of a group that members leaving began (LeaveGroup), each within a
+    minute of the one before: a rolling restart's, told together. Others stand alone."""
+    groups: list[list[dict[str, Any]]] = []
+    last: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        group = last.get(row["group_id"])
+        chained = _trigger(row)[1:] == ("removed", "leave")
+        if group is None or not chained or _trigger(group[-1]) != _trigger(row) or row["ts_ms"] - group[-1]["formed_ms"] > 60000:
+            group = last[row["group_id"]] = []
+            groups.append(group)
+        group.append(row)
+    return groups
+
+
+def _change(change: str, reason: str) -> str:
+    if change == "joined":
+        return "joined"
+    return {"leave": "left (LeaveGroup)", "session_timeout": "was expelled (session timeout)"}.get(reason, f"was removed ({reason})")
+
+
+def _rebalance(r: dict[str, Any]) -> str:
+    members = join(r["members"]) if r["members"] else "no member"
+    if r["generation_id"] == 1 or r["trigger"] is None:
+        return (f"At {seconds(r['formed_ms'])} group {r['group_id']} formed generation {r['generation_id']} with "
+                f"{members}.")
+    text = (f"At {seconds(r['ts_ms'])} {r['trigger']['member']} {_change(r['trigger']['change'], r['trigger']['reason'])} "
+            f"and group {r['group_id']} began a rebalance; generation {r['generation_id']} formed "
+            f"{span(r['formed_ms'] - r['ts_ms'])} later with {members}")
+    if r["removed"]:
+        text += ", once the coordinator had removed " + join(f"{node}'s earlier member ({why})" for node, why in r["removed"])
+    return text + "."
+
+
+def _owner_gaps(facts: RunFacts) -> list[dict[str, Any]]:
+    """Each partition's spells without an owner after it first had one, but those a consumer's
+    crash began (the crash's sentence tells them)."""
+    by_partition: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for hold in facts.holds:
+        by_partition.setdefault((hold["group_id"], hold["partition"]), []).append(hold)
+    gaps = []
+    for (group, partition), holds in sorted(by_partition.items()):
+        ended, why = -1, None
+        for hold in sorted(holds, key=lambda h: h["from_ms"]):
+            if ended >= 0 and hold["from_ms"] - ended >= GAP_MS and why != "node_crashed":
+                gaps.append({"group_id": group, "partition": partition, "ts_ms": ended, "to_ms": hold["from_ms"],
+                             "generation_id": hold["generation_id"], "why": why})
+            to = facts.end_ms if hold["to_ms"] is None else hold["to_ms"]
+            if to > ended:
+                ended, why = to, hold["ended_by"]
+        if ended < facts.end_ms and facts.end_ms - ended >= GAP_MS and why != "node_crashed":
+            gaps.append({"group_id": group, "partition": partition, "ts_ms": ended, "to_ms": None,
+                         "generation_id": None, "why": why})
+    return sorted(gaps, key=lambda g: (g["ts_ms"], g["partition"]))
+
+
+def owner_gap_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
+    out = []
+    for group in grouped(_owner_gaps(facts), lambda g: (g["group_id"], g["generation_id"], g["why"])):
+        first = group[0]
+        why = {"partitions_revoked": "revoked", "partitions_lost": "lost", "node_stopped": "its owner's process exited"}
+        end = max(g["to_ms"] or facts.end_ms for g in group)
+        until = f"until generation {first['generation_id']}" if first["to_ms"] is not None else "to the end of the run"
+        out.append((first["ts_ms"], 5, (
+            f"From {seconds(first['ts_ms'])} {partitions(g['partition'] for g in group)} of group {first['group_id']} "
+            f"had no owner ({why.get(first['why'], first['why'])}) for {span(end - first['ts_ms'])}, {until}."
+        )))
+    return out
+
+
+def duplicate_moments(summary: dict[str, Any]) -> list[tuple[int, int, str]]:
+    by_cause: dict[str, list[dict[str, Any]]] = {}
+    for piece in summary.get("duplicate_spans", []):
+        by_cause.setdefault(piece["cause"], []).append(piece)
+    out = []
+    for cause, spans in sorted(by_cause.items()):
+        first = min(s["from_ms"] for s in spans)
+        readers = sorted({s["consumer"] for s in spans}, key=node_order)
+        pieces = join(f"{s['partition']} offsets {s['first_offset']} to {s['end_offset'] - 1}"
+                       for s in sorted(spans, key=lambda s: (node_order(s["partition"]), s["first_offset"]))[:4])
+        more = f" and {len(spans) - 4} more ranges" if len(spans) > 4 else ""
+        count = summary.get("duplicates_by_cause", {}).get(cause, sum(s["end_offset"] - s["first_offset"] for s in spans))
+        why = CAUSE_WHY.get(cause, "no rule of the accounting explains them")
+        last = max(s["to_ms"] for s in spans)
+        when = f"At {seconds(first)}" if seconds(first) == seconds(last) else f"From {seconds(first)} to {seconds(last)}"
+        out.append((first, 6, (
+            f"{when} {join(readers)} processed again "
+            f"{count} records ({cause}): {pieces}{more}; {why}."
+        )))
+    return out

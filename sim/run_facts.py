@@ -1,0 +1,319 @@
+"""What the run report tells, gathered in one streaming pass over a run's `events.jsonl`.
+
+The pass keeps only what the narrative and the report's plots need, in the order the log gives
+it (the log is deterministic, so the facts are too): the faults injected; controller elections;
+leader elections and ISR changes, with the leader each one left; each replica's highest LEO and
+HW per simulated second; partitions left without a live leader, and leaders whose high watermark
+stood still while records waited; each consumer's holds on its partitions; the group's
+rebalances (from the coordinator's state changes); and, at each consumer crash, what it had
+processed beyond its group's committed offsets (what a new owner reads again).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+__all__ = ["FAULT_EVENTS", "HW_STALL_MS", "KERNEL_FAULT_EVENTS", "RunFacts", "scan_events"]
+
+KERNEL_FAULT_EVENTS = (
+    "node_crashed",
+    "node_stopped",
+    "node_started",
+    "node_paused",
+    "node_resumed",
+    "network_partitioned",
+    "network_partition_lifted",
+    "network_healed",
+    "link_fault_added",
+)
+"""The kernel's events that inject or end a fault on a node or the network (and every node's
+start): analysis.json's `faults`."""
+
+FAULT_EVENTS = frozenset((*KERNEL_FAULT_EVENTS, "application_called", "fault_skipped"))
+"""Those and the client faults (an application's calls) and faults that could not act."""
+
+HW_STALL_MS = 2000
+"""A leader whose HW does not move for this long while its log holds records above it stalls
+its partition's consumers and its acks=all producers."""
+
+
+@dataclass(slots=True)
+class RunFacts:
+    """The facts of one run, each list in log order; times in simulated ms."""
+
+    end_ms: int = 0
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    controllers: list[dict[str, Any]] = field(default_factory=list)
+    """`controller_elected` and `controller_resigned`: `ts_ms`, `event`, `broker_id`, `epoch`."""
+    leader_changes: list[dict[str, Any]] = field(default_factory=list)
+    """Every ISR or leader change: `ts_ms`, `event`, `partition`, `election` (or null),
+    `unclean`, `leader` (broker id, -1 for none), `leader_epoch`, `isr`, `previous_isr`,
+    `logged_by` (the node: the controller, or the leader that changed its ISR)."""
+    election_failures: list[dict[str, Any]] = field(default_factory=list)
+    replica_offsets: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+    """`topic-partition@node` -> second -> [highest LEO, highest HW] in that second."""
+    leaderless: list[dict[str, Any]] = field(default_factory=list)
+    """`partition`, `from_ms`, `to_ms` (null: to the end), `broker` (the leader lost)."""
+    hw_stalls: list[dict[str, Any]] = field(default_factory=list)
+    """`partition`, `leader` (node), `from_ms`, `to_ms`, `high_watermark`: see HW_STALL_MS."""
+    holds: list[dict[str, Any]] = field(default_factory=list)
+    """`consumer`, `group_id`, `partition`, `generation_id`, `from_ms`, `to_ms` (null until it
+    ends), `ended_by` (the event that ended it)."""
+    rebalances: list[dict[str, Any]] = field(default_factory=list)
+    """Per generation formed: `group_id`, `generation_id`, `members` (consumer nodes),
+    `began_ms` (PreparingRebalance, or null), `trigger` (the member change that began it:
+    `change`, joined or removed, `member`, its consumer, `reason`; or null), `removed`
+    ([consumer, reason] of members removed meanwhile), `formed_ms`."""
+    consumer_crashes: list[dict[str, Any]] = field(default_factory=list)
+    """`consumer`, `ts_ms`, `kind`, `partitions` (it held), `uncommitted` (records it had
+    processed above the group's committed offsets), `last_commit_ms`, `last_commit_kind`."""
+
+
+def scan_events(path: Path) -> RunFacts:
+    """Read `path` once and return its facts."""
+    scan = _Scan()
+    with path.open("rb") as lines:
+        for line in lines:
+            scan.see(orjson.loads(line))
+    return scan.finish()
+
+
+def _tp(event: dict[str, Any]) -> str:
+    return f"{event['topic']}-{event['partition']}"
+
+
+class _Scan:
+    """The pass's state; `see` takes events in log order."""
+
+    def __init__(self) -> None:
+        self.facts = RunFacts()
+        self.isr: dict[str, list[int]] = {}
+        self.leader: dict[str, int] = {}
+        self.leaderless: dict[str, dict[str, Any]] = {}
+        self.hw: dict[str, dict[str, Any]] = {}  # partition -> its leader's HW and since when records wait
+        self.open_holds: dict[tuple[str, str], dict[str, Any]] = {}
+        self.member_node: dict[str, str] = {}
+        self.rebalance: dict[str, dict[str, Any]] = {}
+        self.last_member_event: dict[str, tuple[int, str]] = {}
+        self.committed: dict[tuple[str, str], int] = {}
+        self.processed: dict[tuple[str, str, str], int] = {}  # (node, group, tp) -> end offset
+        self.last_commit: dict[str, tuple[int, str]] = {}
+        self.pending_commits: dict[tuple[str, int], str] = {}
+
+    def see(self, e: dict[str, Any]) -> None:
+        self.facts.end_ms = e["ts_ms"]
+        handler = getattr(self, f"_on_{e['event']}", None)
+        if e["event"] in FAULT_EVENTS:
+            self._on_fault(e)
+        if handler is not None:
+            handler(e)
+
+    # faults and nodes
+
+    def _on_fault(self, e: dict[str, Any]) -> None:
+        keys = ("ts_ms", "event", "target", "kind", "action", "until_ms", "side_a", "side_b", "incarnation", "reason")
+        self.facts.faults.append({k: e.get(k) for k in keys})
+        if e["event"] in ("node_crashed", "node_stopped"):
+            self._node_down(e)
+
+    def _node_down(self, e: dict[str, Any]) -> None:
+        node, now = e["target"], e["ts_ms"]
+        if node.startswith("broker-"):
+            broker = int(node.removeprefix("broker-"))
+            for partition, leader in self.leader.items():
+                if leader == broker and partition not in self.leaderless:
+                    self.leaderless[partition] = {"partition": partition, "from_ms": now, "to_ms": None, "broker": broker}
+                    self._leader_gone(partition, now)
+            return
+        held = sorted(tp for (holder, tp) in self.open_holds if holder == node)
+        if e["event"] == "node_crashed" and held:
+            group = self.open_holds[(node, held[0])]["group_id"]
+            uncommitted = sum(
+                max(0, self.processed.get((node, group, tp), 0) - self.committed.get((group, tp), 0)) for tp in held
+            )
+            last_ms, last_kind = self.last_commit.get(node, (None, None))
+            self.facts.consumer_crashes.append(
+                {"consumer": node, "ts_ms": now, "kind": e["kind"], "partitions": held, "uncommitted": uncommitted,
+                 "last_commit_ms": last_ms, "last_commit_kind": last_kind}
+            )
+        for tp in held:
+            self._end_hold(node, tp, now, e["event"])
+
+    # controller, leaders, ISR
+
+    def _on_controller_elected(self, e: dict[str, Any]) -> None:
+        self.facts.controllers.append(
+            {"ts_ms": e["ts_ms"], "event": e["event"], "broker_id": e["broker_id"], "epoch": e["controller_epoch"]}
+        )
+
+    def _on_controller_resigned(self, e: dict[str, Any]) -> None:
+        self._on_controller_elected(e)
+
+    def _isr_change(self, e: dict[str, Any]) -> None:
+        partition = _tp(e)
+        leader = e.get("leader", self.leader.get(partition, -1))
+        if e["event"] in ("isr_shrunk", "isr_expanded"):
+            leader = int(e["node"].removeprefix("broker-"))
+        self.facts.leader_changes.append(
+            {
+                "ts_ms": e["ts_ms"],
+                "event": e["event"],
+                "partition": partition,
+                "election": e.get("election"),
+                "unclean": bool(e.get("unclean")),
+                "leader": leader,
+                "leader_epoch": e["leader_epoch"],
+                "isr": list(e["isr"]),
+                "previous_isr": self.isr.get(partition, []),
+                "logged_by": e["node"],
+            }
+        )
+        self.isr[partition] = list(e["isr"])
+
+    def _on_leader_elected(self, e: dict[str, Any]) -> None:
+        self._isr_change(e)
+        partition = _tp(e)
+        self.leader[partition] = e["leader"]
+        self._leader_gone(partition, e["ts_ms"])
+        gap = self.leaderless.pop(partition, None)
+        if gap is not None:
+            gap["to_ms"] = e["ts_ms"]
+            self.facts.leaderless.append(gap)
+
+    _on_isr_shrunk = _isr_change
+    _on_isr_expanded = _isr_change
+
+    def _on_replica_removed_from_isr(self, e: dict[str, Any]) -> None:
+        self._isr_change(e)
+        if e["leader"] == -1:
+            partition = _tp(e)
+            self.leader[partition] = -1
+
+    def _on_leader_election_failed(self, e: dict[str, Any]) -> None:
+        self.facts.election_failures.append(
+            {"ts_ms": e["ts_ms"], "partition": _tp(e), "election": e["election"], "reason": e["reason"]}
+        )
+
+    def _on_replica_offsets_changed(self, e: dict[str, Any]) -> None:
+        partition, now = _tp(e), e["ts_ms"]
+        leo, hw = e["log_end_offset"], e["high_watermark"]
+        second = self.facts.replica_offsets.setdefault(f"{partition}@{e['node']}", {})
+        best = second.setdefault(now // 1000, [leo, hw])
+        best[0], best[1] = max(best[0], leo), max(best[1], hw)
+        if e.get("role") != "leader":
+            return
+        state = self.hw.setdefault(partition, {"hw": hw, "waiting_ms": None, "leader": e["node"]})
+        if hw > state["hw"]:
+            self._close_hw_stall(partition, state, now)
+            state["hw"], state["waiting_ms"] = hw, None
+        state["leader"] = e["node"]
+        if leo > state["hw"] and state["waiting_ms"] is None:
+            state["waiting_ms"] = now
+
+    def _leader_gone(self, partition: str, now: int) -> None:
+        """A leader that died or was replaced no longer holds its partition's HW back: what
+        follows is a partition without a leader, or a new leader's own count."""
+        state = self.hw.get(partition)
+        if state is not None:
+            self._close_hw_stall(partition, state, now)
+            state["waiting_ms"] = None
+
+    def _close_hw_stall(self, partition: str, state: dict[str, Any], now: int) -> None:
+        since = state["waiting_ms"]
+        if since is not None and now - since >= HW_STALL_MS:
+            self.facts.hw_stalls.append(
+                {"partition": partition, "leader": state["leader"], "from_ms": since, "to_ms": now,
+                 "high_watermark": state["hw"]}
+            )
+
+    # consumers and groups
+
+    def _on_partitions_assigned(self, e: dict[str, Any]) -> None:
+        self.member_node[e["member_id"]] = e["node"]
+        for tp in e["partitions"]:
+            self._end_hold(e["node"], tp, e["ts_ms"], "partitions_assigned")
+            hold = {"consumer": e["node"], "group_id": e["group_id"], "partition": tp,
+                    "generation_id": e["generation_id"], "from_ms": e["ts_ms"], "to_ms": None, "ended_by": None}
+            self.open_holds[(e["node"], tp)] = hold
+            self.facts.holds.append(hold)
+
+    def _on_partitions_revoked(self, e: dict[str, Any]) -> None:
+        for tp in e["partitions"]:
+            self._end_hold(e["node"], tp, e["ts_ms"], e["event"])
+
+    _on_partitions_lost = _on_partitions_revoked
+
+    def _end_hold(self, node: str, tp: str, now: int, why: str) -> None:
+        hold = self.open_holds.pop((node, tp), None)
+        if hold is not None:
+            hold["to_ms"], hold["ended_by"] = now, why
+
+    def _on_records_processed(self, e: dict[str, Any]) -> None:
+        key = (e["node"], e["group_id"], _tp(e))
+        self.processed[key] = max(self.processed.get(key, 0), e["end_offset"])
+
+    def _on_join_group_failed(self, e: dict[str, Any]) -> None:
+        if e["assigned_member_id"]:
+            self.member_node[e["assigned_member_id"]] = e["node"]
+
+    def _on_offset_commit_sent(self, e: dict[str, Any]) -> None:
+        self.member_node[e["member_id"]] = e["node"]
+        self.pending_commits[(e["node"], e["commit_id"])] = e["kind"]
+
+    def _on_offset_commit_answered(self, e: dict[str, Any]) -> None:
+        kind = self.pending_commits.pop((e["node"], e["commit_id"]), e["kind"])
+        if e["error"] == "NONE":
+            self.last_commit[e["node"]] = (e["ts_ms"], kind)
+
+    def _on_offset_commit_completed(self, e: dict[str, Any]) -> None:
+        if e["error"] == "NONE":
+            for topic, partition, offset in e["offsets"]:
+                self.committed[(e["group_id"], f"{topic}-{partition}")] = offset
+
+    def _on_group_member_added(self, e: dict[str, Any]) -> None:
+        self.last_member_event[e["group_id"]] = (e["ts_ms"], {"change": "joined", "member": e["member_id"], "reason": ""})
+
+    def _on_group_member_removed(self, e: dict[str, Any]) -> None:
+        group = e["group_id"]
+        self.last_member_event[group] = (e["ts_ms"], {"change": "removed", "member": e["member_id"], "reason": e["reason"]})
+        if group in self.rebalance:
+            self.rebalance[group]["removed"].append([e["member_id"], e["reason"]])
+
+    def _on_group_state_changed(self, e: dict[str, Any]) -> None:
+        group = e["group_id"]
+        if e["state"] == "PreparingRebalance" and group not in self.rebalance:
+            ts, trigger = self.last_member_event.get(group, (None, None))
+            self.rebalance[group] = {"began_ms": e["ts_ms"], "trigger": trigger if ts == e["ts_ms"] else None, "removed": []}
+        elif e["state"] == "Dead":
+            self.rebalance.pop(group, None)
+
+    def _on_generation_started(self, e: dict[str, Any]) -> None:
+        started = self.rebalance.pop(e["group_id"], {"began_ms": None, "trigger": None, "removed": []})
+        self.facts.rebalances.append(
+            {
+                "group_id": e["group_id"],
+                "generation_id": e["generation_id"],
+                "members": list(e["members"]),
+                "formed_ms": e["ts_ms"],
+                **started,
+            }
+        )
+
+    def finish(self) -> RunFacts:
+        facts = self.facts
+        for gap in self.leaderless.values():
+            facts.leaderless.append(gap)
+        for partition, state in self.hw.items():
+            self._close_hw_stall(partition, state, facts.end_ms)
+        for rebalance in facts.rebalances:  # member ids are known by the end, if not when they joined
+            rebalance["members"] = sorted(self.member_node.get(m, m) for m in rebalance["members"])
+            rebalance["removed"] = [[self.member_node.get(m, m), why] for m, why in rebalance["removed"]]
+            if rebalance["trigger"] is not None:
+                rebalance["trigger"]["member"] = self.member_node.get(rebalance["trigger"]["member"], "a new member")
+        facts.leaderless.sort(key=lambda g: (g["from_ms"], g["partition"]))
+        facts.hw_stalls.sort(key=lambda s: (s["from_ms"], s["partition"]))
+        return facts
