@@ -73,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
         default=HostKind.PYKKA.value,
         help="pykka (the product) or direct (the in-thread reference executor)",
     )
+    run.add_argument(
+        "--no-report", dest="report", action="store_false", help="do not write report.html at the end"
+    )
 
     analyze = commands.add_parser("analyze", help="analyse run directories on Spark")
     analyze.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
@@ -171,6 +174,8 @@ def _run(args: argparse.Namespace) -> int:
     if progress is not None:
         sys.stderr.write("\n")
     _print_summary(summary, out_dir, as_json=args.json)
+    if args.report:
+        _write_run_report(out_dir, summary, quiet=args.json)
     if summary["interrupted"]:
         sys.stderr.write(f"kafkasim: interrupted at {summary['sim_ms']} ms; log kept in {out_dir}\n")
         return EXIT_INTERRUPTED
@@ -380,6 +385,16 @@ def _analysis_line(run_dir: Path, analysis: dict[str, Any]) -> str:
     return f"{run_dir}: " + ", ".join(parts)
 
 
+def _write_run_report(out_dir: Path, summary: dict[str, Any], *, quiet: bool) -> None:
+    """The report at the end of a run: the story and plots from the log alone (no Spark).
+    A run that failed or was interrupted gets one too: its log is what the user must read."""
+    from sim.report import write_report  # noqa: PLC0415
+
+    path = write_report(out_dir, summary)
+    if not quiet:
+        sys.stdout.write(f"  report {path}\n")
+
+
 def _report(run_dir: Path) -> int:
     """The report needs the summary and the event log; Spark's analysis.json adds its tables."""
     _check_run_dir(run_dir, "summary.json", "events.jsonl")
@@ -395,7 +410,7 @@ def _report(run_dir: Path) -> int:
 
 def _study(args: argparse.Namespace) -> int:
     run_args = argparse.Namespace(
-        scenario=None, seed=None, set=[], out=args.out, json=False, host=HostKind.PYKKA.value
+        scenario=None, seed=None, set=[], out=args.out, json=False, host=HostKind.PYKKA.value, report=False
     )
     sys.stderr.write("1/3 simulating the default study...\n")
     status = _run(run_args)

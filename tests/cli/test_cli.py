@@ -226,7 +226,8 @@ def test_a_session_timeout_the_coordinator_refuses_is_one_line_and_exit_2(tmp_pa
 
 def test_a_reused_run_directory_starts_clean(tmp_path: Path) -> None:
     """A second run into the same `--out` removes the first run's analysis and report (they
-    would describe another run) and keeps files that are not kafkasim's."""
+    would describe another run; the run writes its own report) and keeps files that are not
+    kafkasim's."""
     out = tmp_path / "run"
     assert kafkasim("run", *QUICK, "--out", str(out)).returncode == 0
     for name in ("analysis.json", "report.html", "failure.txt"):
@@ -234,8 +235,15 @@ def test_a_reused_run_directory_starts_clean(tmp_path: Path) -> None:
     (out / "notes.txt").write_text("mine")
     second = kafkasim("run", "--set", "run.duration.ms=2000", "--out", str(out), "--json")
     assert second.returncode == 0, second.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["events.jsonl", "notes.txt", "scenario.toml", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "events.jsonl",
+        "notes.txt",
+        "report.html",
+        "scenario.toml",
+        "summary.json",
+    ]
     assert json.loads((out / "summary.json").read_text())["sim_ms"] == 2000
+    assert "kafkasim run default-seed1" in (out / "report.html").read_text()
 
 
 def test_plain_kafkasim_prints_its_usage_and_version_prints_the_version() -> None:
