@@ -1,9 +1,9 @@
 """The Python API: build a cluster from a scenario, run it, inject faults, inspect state.
 
-    cluster = Cluster(load_scenario("examples/gossip.toml"))
+    cluster = Cluster(load_scenario("examples/00_kernel_faults.toml"))
     cluster.run(for_ms=10_000)
     cluster.crash("node-1", "power_loss")
-    cluster.run(until=lambda: cluster.state("node-0", "gossip-0")["received"] > 100)
+    cluster.run(until=lambda: cluster.state("node-0", "gossip-0")["pings_answered"] > 100)
     cluster.close()
 
 Every fault a scenario file can name is a method here, applied at the current simulated time;

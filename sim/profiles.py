@@ -4,8 +4,8 @@ Each rule names the release that changed it (its KIP or JIRA); `Profile.for_vers
 one version. Behaviour flags are read by the actors that implement them; defaults fill the
 settings a scenario leaves out. An explicit setting in the scenario always wins.
 
-ZooKeeper mode is what is modelled, so versions run from 0.10.0 (the oldest the seed material
-describes in detail) to 3.9 (the last release with ZooKeeper).
+ZooKeeper mode is what is modelled, so versions run from 0.10.0 (followers still truncating to
+their HW, before KIP-101's leader epochs) to 3.9 (the last release with ZooKeeper).
 """
 
 from __future__ import annotations
