@@ -11,9 +11,10 @@ What to look for: the retries happen with both settings; without idempotence eve
 record is in the log twice, with it none is.
 
 Why the retries. The produce of 10 s waits in its leader's purgatory (broker 1 or 2: the
-producer sticks to one partition, KIP-794) for broker 3, dead but still in the ISR, until broker 3's ZooKeeper session expires (about 24 s) and the controller shrinks
-the ISR. Meanwhile that client connection is muted (Kafka's socket server reads no more requests
-from it until the answer is sent), so the next requests queue behind it, five in flight at most
+producer sticks to one partition, KIP-794) for broker 3, dead but still in the ISR, until
+broker 3's ZooKeeper session expires (about 24 s) and the controller shrinks the ISR.
+Meanwhile that client connection is muted (Kafka's socket server reads no more requests from it
+until the answer is sent), so the next requests queue behind it, five in flight at most
 (`max.in.flight.requests.per.connection`), one batch of one record each. If the corruption hits
 a frame the ISR change depends on (ZooKeeper's answer to the controller, the LeaderAndIsr to a
 broker, a follower's fetch), the high watermark stalls again until that side gives up (a
@@ -91,7 +92,8 @@ def main() -> None:
     totals: dict[str, tuple[int, int]] = {}
     with StudyRuns(SCENARIO, args.out) as runs:
         print(f"{SCENARIO.name}, seeds 1 to {args.seeds}")
-        print(f"{'enable.idempotence':<19}{'seed':>4}{'acknowledged':>14}{'lost':>6}{'retried':>9}{'written twice':>15}")
+        print(f"{'enable.idempotence':<19}{'seed':>4}{'acknowledged':>14}{'lost':>6}", end="")
+        print(f"{'retried':>9}{'written twice':>15}")
         for setting in SETTINGS:
             retried = twice = 0
             for seed in range(1, args.seeds + 1):
@@ -102,7 +104,10 @@ def main() -> None:
                 s = run.summary
                 resent = retried_records(run.named("batch_sent"))
                 retried, twice = retried + resent, twice + s["log_duplicates"]
-                print(f"{setting:<19}{seed:>4}{s['acked']:>14}{s['lost_acked']:>6}{resent:>9}{s['log_duplicates']:>15}")
+                print(
+                    f"{setting:<19}{seed:>4}{s['acked']:>14}{s['lost_acked']:>6}"
+                    f"{resent:>9}{s['log_duplicates']:>15}"
+                )
             totals[setting] = (retried, twice)
     for setting, (retried, twice) in totals.items():
         print(f"enable.idempotence={setting}: {retried} records retried, {twice} written twice")

@@ -91,12 +91,14 @@ def truncations_before_leading(events: Iterable[dict[str, Any]], node: str) -> s
 
 def leads_from(events: Iterable[dict[str, Any]], node: str) -> int | None:
     """The log end offset `node` had when it first became leader."""
-    return next((e["log_end_offset"] for e in events if e["event"] == "became_leader" and e["node"] == node), None)
+    leading = (e for e in events if e["event"] == "became_leader" and e["node"] == node)
+    return next((e["log_end_offset"] for e in leading), None)
 
 
 def diverged(pairs: list[dict[str, Any]]) -> str:
     """summary.json's diverged_replicas, short: `1-2 at 990`."""
-    return ", ".join(f"{p['replicas'][0]}-{p['replicas'][1]} at {p['offset']}" for p in pairs) or "none"
+    short = (f"{p['replicas'][0]}-{p['replicas'][1]} at {p['offset']}" for p in pairs)
+    return ", ".join(short) or "none"
 
 
 def violated(violations: list[dict[str, Any]]) -> str:
@@ -111,9 +113,10 @@ def row(profile: str, run: StudyRun) -> str:
     s = run.summary
     events = run.named("log_truncated", "became_leader")
     start = leads_from(events, NEW_LEADER)
+    cut = truncations_before_leading(events, NEW_LEADER)
     return (
-        f"{profile:<8}{truncations_before_leading(events, NEW_LEADER):<14}{start if start is not None else '-':>11}"
-        f"{s['acked']:>14}{s['lost_acked']:>6}{s['reused_offsets']:>8}  {diverged(s['diverged_replicas'])}"
+        f"{profile:<8}{cut:<14}{start if start is not None else '-':>11}{s['acked']:>14}"
+        f"{s['lost_acked']:>6}{s['reused_offsets']:>8}  {diverged(s['diverged_replicas'])}"
     )
 
 
@@ -124,10 +127,13 @@ def main() -> None:
     args = parser.parse_args()
     invariants = []
     with StudyRuns(SCENARIO, args.out) as runs:
-        print(f"{SCENARIO.name}, seed {args.seed}: broker-1 (leader) pauses at 10 s, broker-2 crashes at 13 s")
-        print(f"{'profile':<8}{'broker-3 cut':<14}{'leads from':>11}{'acknowledged':>14}{'lost':>6}{'reused':>8}  diverged")
+        print(f"{SCENARIO.name}, seed {args.seed}: ", end="")
+        print("broker-1 (leader) pauses at 10 s, broker-2 crashes at 13 s")
+        print(f"{'profile':<8}{'broker-3 cut':<14}{'leads from':>11}", end="")
+        print(f"{'acknowledged':>14}{'lost':>6}{'reused':>8}  diverged")
         for profile in PROFILES:
-            run = runs.run(f"{profile}-seed{args.seed}", [f'kafka.version="{profile}"', f"run.seed={args.seed}"])
+            overrides = [f'kafka.version="{profile}"', f"run.seed={args.seed}"]
+            run = runs.run(f"{profile}-seed{args.seed}", overrides)
             print(row(profile, run))
             invariants.append(f"{profile}: {violated(run.summary['invariant_violations'])}")
     print("invariants violated (reported, not fatal):")

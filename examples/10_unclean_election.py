@@ -63,6 +63,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sim.study_runs import StudyRun, StudyRuns, run_study  # noqa: E402
 
 SCENARIO = Path(__file__).resolve().parent / "10_unclean_election.toml"
+FIRST_STARTS = {("node_started", 0, None), ("leader_elected", None, "new")}
+"""The start of the run, not worth telling: first starts and the partition's first leader."""
 TOLD = {
     "node_paused": "{target} stalls until {until_ms} ms",
     "node_crashed": "{target} crashes ({kind})",
@@ -81,9 +83,9 @@ def told(event: dict[str, Any]) -> str | None:
     name = event["event"]
     if name == "produce_completed" and event["error"] == "NONE":
         return None
-    if name in ("node_started", "node_paused", "node_crashed") and not event["target"].startswith("broker-"):
+    if name.startswith("node_") and not event["target"].startswith("broker-"):
         return None
-    if name == "node_started" and event["incarnation"] == 0 or name == "leader_elected" and event["election"] == "new":
+    if (name, event.get("incarnation"), event.get("election")) in FIRST_STARTS:
         return None
     story = TOLD.get(name)
     if story is None:
@@ -114,8 +116,8 @@ def report(setting: str, run: StudyRun) -> list[str]:
     return [
         f"unclean.leader.election.enable = {setting}",
         *story,
-        f"  no leader {leaderless_ms(events)} ms; produced {s['produced']}, acknowledged {s['acked']}, "
-        f"lost {s['lost_acked']}, offsets reused {s['reused_offsets']}",
+        f"  no leader {leaderless_ms(events)} ms; produced {s['produced']}, "
+        f"acknowledged {s['acked']}, lost {s['lost_acked']}, offsets reused {s['reused_offsets']}",
     ]
 
 

@@ -75,7 +75,10 @@ class StudyRuns:
         return self
 
     def __exit__(
-        self, _type: type[BaseException] | None, _exc: BaseException | None, _tb: TracebackType | None
+        self,
+        _type: type[BaseException] | None,
+        _exc: BaseException | None,
+        _tb: TracebackType | None,
     ) -> None:
         if self._temporary is not None:
             self._temporary.cleanup()
@@ -84,5 +87,6 @@ class StudyRuns:
         """Run the base scenario with `overrides` (as `--set` takes them) into `OUT/label`."""
         assert self._out is not None, "use StudyRuns as a context manager"
         run_dir = self._out / label
-        summary = run_scenario(load_scenario(self._path, overrides), run_dir, host=HostKind.DIRECT)
+        scenario = load_scenario(self._path, overrides)
+        summary = run_scenario(scenario, run_dir, host=HostKind.DIRECT)
         return StudyRun(label, summary, read_events(run_dir))
