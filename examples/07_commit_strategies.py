@@ -39,6 +39,9 @@ Expected output (07_commit_strategies.out), and why each number is right. Genera
   generation 3 consumer-3 starts T-0 and T-1 at 0 again (1820 each, 3640): 5930
   revoked_without_commit; and T-2 from 0, where consumer-1 had got to 1250 before crashing:
   1250 crash_before_commit.
+- Another `--seed` draws other member ids, and range orders members by id: with seed 2
+  consumer-1 holds T-0 and T-1 in generation 2, and the crash repeats both (460 with
+  auto-commit, 985 with on_revoke); the order of the rows stays.
 
 The same study as a sweep on Spark (one run per strategy and seed; the last grid is the
 application's commit, the first whether auto-commit is on):
