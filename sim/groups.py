@@ -38,8 +38,10 @@ is `commit_failed_or_fenced` even when it is cooperative). Two holds that have n
 processing the same offset would be `unexplained`: no run should show it.
 
 **Invariants.** `single_owner_per_partition_per_generation`: in one generation of a group, no
-partition is in two members' assignments. `consumer_reads_committed`: no record is processed at
-or above the highest HW its partition's leaders have reported (a read past the HW).
+partition is in two members' assignments (a static member that replaced itself hands its
+assignment to its new member id in the same generation: the old id is no longer a member).
+`consumer_reads_committed`: no record is processed at or above the highest HW its partition's
+leaders have reported (a read past the HW).
 `monotonic_committed_offset`: a group's committed offset for a partition never moves back,
 unless a member reset its position (`auto.offset.reset`) or the offsets expired.
 `commit_accepted_only_when_valid`: a coordinator accepts a commit only as Kafka's
@@ -219,6 +221,13 @@ class GroupAccounting:
                 hold.end(label)
 
     def _member_removed(self, e: Mapping[str, Any]) -> None:
+        if e["reason"] == "replaced":
+            # A static member's new id takes over the old one's assignment in the same
+            # generation (`GroupMetadata.replaceStaticMember`): the old id owns nothing now.
+            owners = self._owners.get((e["group_id"], e["generation_id"]), {})
+            for tp in [tp for tp, owner in owners.items() if owner == e["member_id"]]:
+                del owners[tp]
+            return
         label = _REMOVALS.get(e["reason"])
         if label is None:
             return

@@ -172,8 +172,13 @@ class Consumer:
         self.now_ms = 0
         self.processed = 0
         self.close_phase = ""
-        """`close()`: "" before it; `commit`, `leave` (waiting for the requests still pending to
-        the coordinator), then `closed`."""
+        """`close()`: "" before it; `commit`, `revoke` (the listener's commit, with
+        `commit = on_revoke`), `leave` (waiting for the requests still pending to the
+        coordinator), then `closed`."""
+        self.close_deadline_ms = 0
+        """When close()'s timer expires: it then waits for nothing more."""
+        self.unsubscribing = False
+        """`unsubscribe()` waits for the listener's commit (`commit = on_revoke`)."""
         self.previous_assignment: list[TopicPartition] = []
 
     # ------------------------------------------------------------------ handlers
@@ -923,6 +928,12 @@ class Consumer:
         self.blocked_on, self.blocked_then = None, ""
         if then == "close":
             self._finish_close(out)
+        elif then == "unsubscribe":
+            # A close() asked for meanwhile is made once unsubscribe() has returned.
+            calls, self.deferred_calls = self.deferred_calls, []
+            self._unsubscribe(out)
+            for action in calls:
+                self._call_now(out, action)
         elif then == "poll":
             self._poll(out)
 
@@ -948,7 +959,9 @@ class Consumer:
         if self.close_phase:
             return
         self.close_phase = "commit"
-        out.set_timer("close-timeout", min(CLOSE_TIMEOUT_MS, self.config.request_timeout_ms))
+        timeout_ms = min(CLOSE_TIMEOUT_MS, self.config.request_timeout_ms)
+        self.close_deadline_ms = self.now_ms + timeout_ms
+        out.set_timer("close-timeout", timeout_ms)
         if self.config.enable_auto_commit and self.fetcher.all_consumed() and self.m.generation_valid:
             self._block_on_commit(out, CommitKind.CLOSE, self.fetcher.all_consumed(), then="close")
             return
@@ -958,7 +971,12 @@ class Consumer:
         """`AbstractCoordinator.close`: the heartbeat thread stops; `onLeavePrepare` and
         LeaveGroup; then close waits for the requests still pending to the coordinator, the
         LeaveGroup among them (`awaitPendingRequests`, bounded by their request timeout), so
-        that a process exiting after close() does not cut its LeaveGroup off."""
+        that a process exiting after close() does not cut its LeaveGroup off. With
+        `commit = on_revoke` the listener's commitSync comes first: its own call, on its own
+        timer (`default.api.timeout.ms`), which close()'s timer does not cut short."""
+        if self.close_phase == "commit" and self._listener_commits(out, then="close"):
+            self.close_phase = "revoke"
+            return
         self._on_leave_prepare(out, "close")
         self._send_leave_group(out)
         self._stop(out)
@@ -967,20 +985,19 @@ class Consumer:
 
     def _close_timed_out(self, out: Out) -> None:
         """close()'s timer expired (`createTimerForRequest`: its 30 s, at most
-        `request.timeout.ms`): a commit still retrying is given up, and close() returns without
-        waiting for the requests still pending."""
+        `request.timeout.ms`): its commit still retrying is given up, and close() returns
+        without waiting for the requests still pending (`_maybe_closed`)."""
         if self.close_phase == "commit" and self.blocked_on is not None:
             out.cancel_timer(f"commit-retry:{self.blocked_on}")
             self.blocked_on, self.blocked_then = None, ""
             self._finish_close(out)
-        if self.close_phase == "leave":
-            self._closed(out)
 
     def _maybe_closed(self, out: Out) -> None:
         if self.close_phase != "leave":
             return
         m = self.m
-        if not any(to == m.coordinator and kind in _GROUP_REQUESTS for kind, to, _ in self.requests.values()):
+        pending = any(to == m.coordinator and kind in _GROUP_REQUESTS for kind, to, _ in self.requests.values())
+        if not pending or self.now_ms >= self.close_deadline_ms:
             self._closed(out)
 
     def _closed(self, out: Out) -> None:
@@ -991,10 +1008,15 @@ class Consumer:
     def _unsubscribe(self, out: Out) -> None:
         """`ClassicKafkaConsumer.unsubscribe`: the buffered records are dropped, `onLeavePrepare`
         revokes the partitions and LeaveGroup is sent (`maybeLeaveGroup`, not waited for), then
-        the subscription is cleared. Unlike close(), nothing is committed: what was processed
-        since the last commit is processed again by the partitions' next owner."""
+        the subscription is cleared. Unlike close(), it commits nothing itself: unless the
+        application's `onPartitionsRevoked` commits (`commit = on_revoke`, waited for before
+        LeaveGroup), what was processed since the last commit is processed again by the
+        partitions' next owner."""
         m = self.m
         member = m.member_id
+        if not self.unsubscribing and self._listener_commits(out, then="unsubscribe"):
+            self.unsubscribing = True
+            return
         self._on_leave_prepare(out, "unsubscribe")
         self._send_leave_group(out)
         out.emit("consumer_unsubscribed", group_id=self.config.group_id, member_id=member)
@@ -1005,11 +1027,23 @@ class Consumer:
         """`ConsumerCoordinator.onLeavePrepare`: the owned partitions go before the member
         leaves, reported lost when it is out of its generation or a rebalance is under way
         (`rebalanceInProgress`), revoked otherwise."""
-        m = self.m
         owned = self.fetcher.owned()
         if owned:
-            lost = not m.generation_valid or not m.member_id or m.state is not MemberState.STABLE
-            self._give_up(out, owned, "lost" if lost else "revoked", reason)
+            self._give_up(out, owned, "lost" if self._leaving_loses() else "revoked", reason)
+
+    def _leaving_loses(self) -> bool:
+        m = self.m
+        return not m.generation_valid or not m.member_id or m.state is not MemberState.STABLE
+
+    def _listener_commits(self, out: Out, then: str) -> bool:
+        """With `commit = on_revoke`, the `onPartitionsRevoked` that `onLeavePrepare` is about
+        to call commits the partitions synchronously (`onPartitionsLost` does not): the commit
+        is made and the application waits for it, then goes on with `then`. True if it did."""
+        owned = self.fetcher.owned()
+        if self.config.app_commit is not AppCommit.ON_REVOKE or not owned or self._leaving_loses():
+            return False
+        self._block_on_commit(out, CommitKind.REVOKE, self._consumed_of(owned), then=then)
+        return True
 
     def _fail(self, out: Out, error: str) -> None:
         """A fatal error thrown from `poll()`: the application stops."""

@@ -84,6 +84,42 @@ def test_a_slow_spell_past_the_poll_interval_makes_the_member_leave() -> None:
     assert checks["consumed"] == checks["acked"] + 21 == 3021
 
 
+def test_a_static_member_past_its_poll_interval_replaces_itself_without_a_rebalance() -> None:
+    """S26: a static member (`group.instance.id`) whose application stalls from 12 s to 22 s
+    with `max.poll.interval.ms` = 8000. At 19997 ms, 8000 ms after its last poll, its
+    heartbeat thread resets it locally and sends no LeaveGroup (KIP-345). Its next poll, at
+    22000 ms, fails the pre-rebalance auto-commit locally (COMMIT_FAILED: it is out of its
+    generation), reports its partitions lost and joins again with its instance id: the
+    coordinator replaces the old member id with a new one in generation 1, with the same
+    partitions and no rebalance (`GroupMetadata.replaceStaticMember`). So the new id owns the
+    old one's partitions in the same generation, which is no double ownership; and the member
+    processes again, itself, what it had processed since its last commit."""
+    static = TWO.replace('"session.timeout.ms" = 10000', '"session.timeout.ms" = 10000\n"max.poll.interval.ms" = 8000\n"group.instance.id" = "app"')
+    stall = '\n[[faults]]\nkind = "stall"\nnode = "consumer-1"\n"at.ms" = 12000\n"duration.ms" = 10000\n'
+    events, checks = run(scenario(static, stall, records=3000, duration=40_000))
+    [expired] = where(events, "poll_timeout_expired", node="consumer-1")
+    old = expired["member_id"]
+    assert (expired["ts_ms"], expired["static"], expired["generation_id"]) == (19_997, True, 1)
+    assert [(e["ts_ms"], e["error"]) for e in where(events, "offset_commit_answered", kind="join_prepare")] == [(22_000, "COMMIT_FAILED")]
+    assert [(e["ts_ms"], e["partitions"]) for e in where(events, "partitions_lost")] == [(22_000, ["T-0", "T-1"])]
+    [removed] = where(events, "group_member_removed")
+    [added] = where(events, "group_member_added", group_instance_id="app-1", generation_id=1)[-1:]
+    assert (removed["ts_ms"], removed["member_id"], removed["reason"], removed["generation_id"]) == (22_004, old, "replaced", 1)
+    assert added["ts_ms"] == 22_004 and added["member_id"] != old
+    [again] = [e for e in where(events, "partitions_assigned", node="consumer-1") if e["ts_ms"] > 19_997]
+    assert (again["member_id"], again["generation_id"], again["assignment"]) == (added["member_id"], 1, ["T-0", "T-1"])
+    assert [e["generation_id"] for e in where(events, "generation_started")] == [1]
+    # Its own reads under the old id beyond the commits it starts from again.
+    read: dict[str, int] = {}
+    for e in where(events, "records_processed", member_id=old):
+        read[f"{e['topic']}-{e['partition']}"] = e["end_offset"]
+    start = {f"{e['topic']}-{e['partition']}": e["offset"] for e in where(events, "fetch_position_set", member_id=added["member_id"])}
+    assert sum(end - start[tp] for tp, end in read.items()) == checks["duplicates"] == 89
+    assert {s["consumer"] for s in checks["duplicate_spans"]} == {"consumer-1"}
+    assert checks["duplicates_by_cause"] == {"static_poll_timeout_self_replay": 89}
+    assert (checks["consumed"], checks["rebalances"]) == (3089, 1)
+
+
 THREE = TWO.replace("count = 2", "count = 3")
 
 

@@ -303,6 +303,28 @@ def test_unsubscribe_without_a_commit_duplicates_what_close_would_have_committed
     assert checks["consumed"] == checks["acked"] + duplicates == 3000 + duplicates
 
 
+@pytest.mark.parametrize(("call", "kinds"), [("unsubscribe", ["revoke"]), ("close", ["close", "revoke"])])
+def test_a_listener_that_commits_on_revocation_commits_when_the_application_leaves(call: str, kinds: list[str]) -> None:
+    """The setting of S28 with `commit = on_revoke`: the application's `onPartitionsRevoked`
+    calls commitSync for the revoked partitions. unsubscribe() and close() both call it
+    (`ConsumerCoordinator.onLeavePrepare`, the member still in its generation), and the
+    application waits for that commit before LeaveGroup goes; close() commits its positions
+    first, as with any auto-commit. So consumer 2 starts T-0 at consumer 1's position, 729:
+    nothing is processed twice."""
+    events, checks, _ = run_spying_fetches(UNSUBSCRIBE_OR_CLOSE.format(call=call, commit="on_revoke"))
+    [called] = where(events, "application_called", action=call)
+    sent = {e["commit_id"]: e for e in where(events, "offset_commit_sent", node="consumer-1")}
+    after = [(sent[e["commit_id"]], e) for e in where(events, "offset_commit_answered", node="consumer-1") if e["ts_ms"] >= called["ts_ms"]]
+    assert [(s["kind"], s["offsets"], a["error"]) for s, a in after] == [(kind, [["T", 0, 729]], "NONE") for kind in kinds]
+    [revoked] = where(events, "partitions_revoked", node="consumer-1")
+    [left] = where(events, "group_member_removed", reason="leave")
+    assert after[-1][1]["ts_ms"] <= revoked["ts_ms"] < left["ts_ms"]
+    assert revoked["reason"] == call
+    [start] = [e for e in where(events, "fetch_position_set", node="consumer-2", generation_id=2) if e["partition"] == 0]
+    assert (start["source"], start["offset"]) == ("committed", 729)
+    assert (checks["duplicates"], checks["consumed"], checks["rebalances"]) == (0, 3000, 2)
+
+
 FAILOVER = """
 [run]
 name = "coordinator-failover"
