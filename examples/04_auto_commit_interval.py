@@ -47,8 +47,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sim.group_figures import last_commit_ms, run_study  # noqa: E402
+from sim.group_figures import last_commit_ms  # noqa: E402
 from sim.scenario import load_scenario  # noqa: E402
+from sim.study_runs import run_once, run_study  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 INTERVALS_MS = (1000, 2000, 4000, 8000)
@@ -78,7 +79,7 @@ def main() -> None:
             ]
             scenario = load_scenario(HERE / "04_auto_commit_interval.toml", overrides)
             out = None if args.out is None else args.out / f"interval{interval}-crash{crash}"
-            summary, events = run_study(scenario, out)
+            summary, events = run_once(scenario, out)
             committed = last_commit_ms(events, "consumer-1", crash)
             since = "-" if committed is None else f"{(crash - committed) / 1000:.2f}"
             cells.append(f"{summary['duplicates']:>6} ({since})")
@@ -91,4 +92,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_study(main)

@@ -45,8 +45,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sim.group_figures import causes_text, handovers, removal, run_study, table  # noqa: E402
+from sim.group_figures import causes_text, handovers, removal, table  # noqa: E402
 from sim.scenario import load_scenario  # noqa: E402
+from sim.study_runs import run_once, run_study  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CALLS = ("crash", "close", "unsubscribe")
@@ -71,7 +72,7 @@ def main() -> None:
     for call in CALLS:
         overrides = [f"run.seed={args.seed}", f"faults.1.kind={call}"]
         scenario = load_scenario(HERE / "05_crash_vs_close.toml", overrides)
-        summary, events = run_study(scenario, None if args.out is None else args.out / call)
+        summary, events = run_once(scenario, None if args.out is None else args.out / call)
         if call == "crash":
             ends = ", ".join(f"{tp} to {end}" for tp, end in sorted(processed_to(events, NODE, AT_MS).items()))
             print(f"seed {args.seed}: at {AT_MS} ms {NODE} has processed {ends}")
@@ -90,4 +91,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_study(main)

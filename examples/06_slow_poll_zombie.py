@@ -62,8 +62,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sim.group_figures import causes_text, commit_errors, removal, run_study, table  # noqa: E402
+from sim.group_figures import causes_text, commit_errors, removal, table  # noqa: E402
 from sim.scenario import load_scenario  # noqa: E402
+from sim.study_runs import run_once, run_study  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 NODE, AT_MS = "consumer-1", 12000
@@ -85,7 +86,7 @@ def main() -> None:
     rows: list[tuple[object, ...]] = [header]
     for name, overrides in CASES:
         scenario = load_scenario(HERE / "06_slow_poll_zombie.toml", [f"run.seed={args.seed}", *overrides])
-        summary, events = run_study(scenario, None if args.out is None else args.out / name.replace(" ", "-"))
+        summary, events = run_once(scenario, None if args.out is None else args.out / name.replace(" ", "-"))
         timeouts = [e["ts_ms"] for e in events if e["event"] == "poll_timeout_expired" and e["node"] == NODE]
         left = removal(events, NODE, AT_MS)
         rows.append((
@@ -100,4 +101,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_study(main)

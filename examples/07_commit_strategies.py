@@ -60,8 +60,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sim.group_figures import causes_text, commits_sent, run_study, table  # noqa: E402
+from sim.group_figures import causes_text, commits_sent, table  # noqa: E402
 from sim.scenario import load_scenario  # noqa: E402
+from sim.study_runs import run_once, run_study  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 STRATEGIES = (
@@ -84,11 +85,11 @@ def main() -> None:
     for name, auto, commit in STRATEGIES:
         overrides = [f"run.seed={args.seed}", f"consumers.1.enable.auto.commit={auto}", f"consumers.1.commit={commit}"]
         scenario = load_scenario(HERE / "07_commit_strategies.toml", overrides)
-        summary, events = run_study(scenario, None if args.out is None else args.out / name)
+        summary, events = run_once(scenario, None if args.out is None else args.out / name)
         duplicates = causes_text(summary["duplicates_by_cause"])
         rows.append((name, auto, commit, commits_sent(events), summary["rebalances"], duplicates))
     print(table(rows))
 
 
 if __name__ == "__main__":
-    main()
+    run_study(main)

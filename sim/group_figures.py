@@ -3,21 +3,15 @@ a member last committed, who took its partitions and when, how it left its group
 commit errors it saw. The example studies (examples/04 to 07) print them.
 
 The functions are pure: they take the run's events in log order (docs/log-schema.md), as
-`run_study` returns them or `read_events` reads them from events.jsonl, and a consumer node.
+`sim.study_runs.run_once` returns them or `read_events` there reads them from events.jsonl, and a consumer node.
 """
 
 from __future__ import annotations
 
-import json
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from sim.kernel import HostKind
-from sim.runner import run_scenario
-from sim.scenario import Scenario
 
 __all__ = [
     "Handover",
@@ -26,27 +20,11 @@ __all__ = [
     "commits_sent",
     "handovers",
     "last_commit_ms",
-    "read_events",
     "removal",
-    "run_study",
     "table",
 ]
 
 Event = Mapping[str, Any]
-
-
-def read_events(run_dir: Path) -> list[dict[str, Any]]:
-    with (run_dir / "events.jsonl").open(encoding="utf-8") as log:
-        return [json.loads(line) for line in log]
-
-
-def run_study(scenario: Scenario, out_dir: Path | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Run `scenario` on the direct host (the same log as the Pykka host's, sooner) into
-    `out_dir`, or into a temporary directory removed afterwards; its summary and its events."""
-    if out_dir is not None:
-        return run_scenario(scenario, out_dir, host=HostKind.DIRECT), read_events(out_dir)
-    with tempfile.TemporaryDirectory(prefix="kafkasim-study-") as tmp:
-        return run_scenario(scenario, Path(tmp), host=HostKind.DIRECT), read_events(Path(tmp))
 
 
 def last_commit_ms(events: Iterable[Event], node: str, before_ms: int) -> int | None:

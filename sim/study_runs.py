@@ -23,9 +23,9 @@ import orjson
 from sim.kernel import HostKind
 from sim.rundir import RunDirRefused
 from sim.runner import run_scenario
-from sim.scenario import ScenarioError, load_scenario
+from sim.scenario import Scenario, ScenarioError, load_scenario
 
-__all__ = ["StudyRun", "StudyRuns", "read_events", "run_study"]
+__all__ = ["StudyRun", "StudyRuns", "read_events", "run_once", "run_study"]
 
 
 def run_study(main: Callable[[], None]) -> None:
@@ -42,6 +42,15 @@ def read_events(run_dir: Path) -> list[dict[str, Any]]:
     """The events of a run directory's `events.jsonl`, in log order."""
     with (run_dir / "events.jsonl").open("rb") as lines:
         return [orjson.loads(line) for line in lines]
+
+
+def run_once(scenario: Scenario, out_dir: Path | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run `scenario` on the direct host into `out_dir`, or into a temporary directory removed
+    afterwards: its summary and its events."""
+    if out_dir is not None:
+        return run_scenario(scenario, out_dir, host=HostKind.DIRECT), read_events(out_dir)
+    with tempfile.TemporaryDirectory(prefix="kafkasim-study-") as tmp:
+        return run_scenario(scenario, Path(tmp), host=HostKind.DIRECT), read_events(Path(tmp))
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +95,5 @@ class StudyRuns:
     def run(self, label: str, overrides: list[str]) -> StudyRun:
         """Run the base scenario with `overrides` (as `--set` takes them) into `OUT/label`."""
         assert self._out is not None, "use StudyRuns as a context manager"
-        run_dir = self._out / label
-        scenario = load_scenario(self._path, overrides)
-        summary = run_scenario(scenario, run_dir, host=HostKind.DIRECT)
-        return StudyRun(label, summary, read_events(run_dir))
+        summary, events = run_once(load_scenario(self._path, overrides), self._out / label)
+        return StudyRun(label, summary, events)
