@@ -24,6 +24,8 @@ __all__ = [
     "CancelTimer",
     "Command",
     "Ctx",
+    "DeleteHead",
+    "DiskCommand",
     "Emit",
     "Exit",
     "Flush",
@@ -94,6 +96,14 @@ class Truncate:
 
 
 @dataclass(frozen=True, slots=True)
+class DeleteHead:
+    """Delete the first `count` records of a log file: the segments retention removed."""
+
+    file: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
 class WriteFile:
     """Replace a whole file; with `sync`, durably (Kafka's checkpoint files are fsynced)."""
 
@@ -115,7 +125,7 @@ class Exit:
     of the node stops and its connections close, as after a crash; the disk keeps everything."""
 
 
-DiskCommand = Append | Truncate | WriteFile | Flush
+DiskCommand = Append | Truncate | DeleteHead | WriteFile | Flush
 Command = Send | SetTimer | CancelTimer | Emit | DiskCommand | Exit
 
 

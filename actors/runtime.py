@@ -29,6 +29,8 @@ from actors.core import (
     Behavior,
     CancelTimer,
     Ctx,
+    DeleteHead,
+    DiskCommand,
     Emit,
     Exit,
     Flush,
@@ -43,7 +45,7 @@ from protocols.codec import FrameError, decode_frame, encode_frame
 
 __all__ = ["ActorRuntime", "Delivery", "HandlerError", "OutboundFrame", "WindowResult"]
 
-_DISK_COMMANDS = frozenset({Append, Truncate, WriteFile, Flush})
+_DISK_COMMANDS = frozenset({Append, Truncate, DeleteHead, WriteFile, Flush})
 
 COMPACT_TIMERS_ABOVE = 1024
 """Dead timer entries tolerated beyond the live ones before the heap is rebuilt."""
@@ -76,7 +78,7 @@ class WindowResult:
 
     sends: list[OutboundFrame] = field(default_factory=list)
     lines: list[Any] = field(default_factory=list)
-    disk: list[Append | Truncate | WriteFile | Flush] = field(default_factory=list)
+    disk: list[DiskCommand] = field(default_factory=list)
     next_timer_ms: int | None = None
     delivered: int = 0
     timers: int = 0

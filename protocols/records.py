@@ -137,13 +137,17 @@ class BatchRuns(Sequence[Run]):
 
 
 class LogEntries(Sequence[Entry]):
-    """A log's records, `(offset, leader epoch, value)` by offset, read from its batches. The
-    log starts at offset 0 and its batches follow each other."""
+    """A log's records, `(offset, leader epoch, value)` by offset, read from its batches, which
+    follow each other from the log start offset (`start`; the offsets below it were deleted).
+    Its length is the log end offset, `end`, which an empty log gives explicitly."""
 
-    __slots__ = ("batches", "_ends")
+    __slots__ = ("_ends", "batches", "end", "start")
 
-    def __init__(self, batches: Sequence[Batch]) -> None:
+    def __init__(self, batches: Sequence[Batch], end: int | None = None) -> None:
         self.batches: tuple[Batch, ...] = tuple(batches)
+        last = self.batches[-1] if self.batches else None
+        self.end = last.base_offset + len(last.values) if last is not None else end or 0
+        self.start = self.batches[0].base_offset if self.batches else self.end
         self._ends: array[int] | None = None
         """Each batch's end offset, made when an entry is first read by offset."""
 
@@ -152,10 +156,7 @@ class LogEntries(Sequence[Entry]):
         return BatchRuns(self.batches)
 
     def __len__(self) -> int:
-        if not self.batches:
-            return 0
-        last = self.batches[-1]
-        return last.base_offset + len(last.values)
+        return self.end
 
     def __iter__(self) -> Iterator[Entry]:
         for batch in self.batches:
@@ -172,16 +173,19 @@ class LogEntries(Sequence[Entry]):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:
             index += len(self)
-        if not 0 <= index < len(self):
+        if not self.start <= index < len(self):
             raise IndexError(index)
         if self._ends is None:
-            self._ends = array("q", accumulate(len(b.values) for b in self.batches))
+            self._ends = array("q", accumulate((len(b.values) for b in self.batches), initial=self.start))[1:]
         batch = self.batches[bisect_right(self._ends, index)]
         return index, batch.leader_epoch, batch.values[index - batch.base_offset]
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, LogEntries | list | tuple):
-            return len(self) == len(other) and list(self) == list(other)
+        """Equal records; for another `LogEntries`, also the same start and end."""
+        if isinstance(other, LogEntries):
+            return (self.start, self.end) == (other.start, other.end) and list(self) == list(other)
+        if isinstance(other, list | tuple):
+            return list(self) == list(other)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment] - compared by content, like a list

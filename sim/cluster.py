@@ -20,6 +20,7 @@ from typing import Any
 
 from actors.broker.behavior import Broker
 from actors.broker.config import BROKER_ACTOR, CONTROLLER_ACTOR, BrokerConfig, controller_address
+from actors.broker.retention import LogConfig
 from actors.controller import zkdata as zk
 from actors.controller.behavior import Controller, ControllerConfig
 from actors.controller.kafka_controller import ControllerSettings
@@ -40,7 +41,7 @@ from sim.invariants import Invariants
 from sim.log_checks import ValueIndex, at_offsets, diverged_replicas, runs_of, written_twice
 from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec, StopReason
 from sim.network import NetworkConfig
-from sim.scenario import Scenario, replica_assignment
+from sim.scenario import TOPIC_LOG_SETTINGS, Scenario, replica_assignment
 from sim.trace import LOG_SCHEMA_VERSION
 
 __all__ = ["Cluster", "check_scenario", "consumer_configs"]
@@ -256,10 +257,12 @@ class Cluster:
         # Internal topics (`__consumer_offsets`) hold the coordinator's records, not a producer's.
         replicas = {tp: r for tp, r in self._replica_logs().items() if not tp.startswith("__")}
         final: dict[str, Sequence[Run]] = {}
+        starts: dict[str, int] = {}
         duplicated: list[dict[str, Any]] = []
         diverged = []
         for tp in sorted(replicas):
-            final[tp] = runs_of(_authoritative(replicas[tp]))
+            authoritative = _authoritative(replicas[tp])
+            final[tp], starts[tp] = runs_of(authoritative), authoritative.start
             duplicated += written_twice(tp, final[tp])
             logs = {b: (r["log"], r["high_watermark"]) for b, r in replicas[tp].items()}
             diverged += [{"partition": tp, **d} for d in diverged_replicas(logs)]
@@ -270,6 +273,8 @@ class Cluster:
                 values = ValueRun(f"producer-{k + 1}:", first, count)
                 other, absent = at_offsets(final.get(tp, ()), offset, values)
                 reused += other
+                # Offsets below the log start were deleted by retention: their records are not lost.
+                absent = [i for i in absent if offset + i >= starts.get(tp, 0)]
                 if absent:
                     moved.append((tp, offset, values, absent))
         # Only records no longer where they were acknowledged may be lost: look for them anywhere.
@@ -308,6 +313,7 @@ class Cluster:
                 for tp in partitions_on_disk(disk):
                     log = PartitionLog.recover(tp, disk)
                     partitions[str(tp)] = {
+                        "log_start_offset": log.log_start_offset,
                         "role": "offline",
                         "leader_epoch": -1,
                         "high_watermark": log.high_watermark,
@@ -431,6 +437,14 @@ def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = 
                 for t in scenario.topics
                 if t["min.insync.replicas"] is not None
             ),
+            log_config=_log_config(settings),
+            topic_log_configs=tuple(
+                (t["name"], _log_config(settings, t))
+                for t in scenario.topics
+                if any(t[key] is not None for key in TOPIC_LOG_SETTINGS)
+            ),
+            log_retention_check_interval_ms=settings["log.retention.check.interval.ms"],
+            log_initial_task_delay_ms=settings["log.initial.task.delay.ms"],
             bootstrap=tuple(bootstrap[b]),
             group_coordinator=group_coordinator_address(b) if groups else None,
             offsets_topic_num_partitions=settings["offsets.topic.num.partitions"],
@@ -498,6 +512,15 @@ def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = 
         )
         specs.append(NodeSpec(config.name, (ActorSpec("producer", lambda c=config: Producer(c)),)))
     return specs
+
+
+def _log_config(broker: dict[str, Any], topic: dict[str, Any] | None = None) -> LogConfig:
+    """A topic's log settings: its own where it sets them, else the broker's."""
+    def value(key: str) -> int:
+        own = None if topic is None else topic[key]
+        return own if own is not None else broker[TOPIC_LOG_SETTINGS[key]]
+
+    return LogConfig(value("segment.bytes"), value("segment.ms"), value("retention.ms"), value("retention.bytes"))
 
 
 def _topic_znodes(assignments: dict[str, list[list[int]]]) -> tuple[tuple[str, str, int], ...]:

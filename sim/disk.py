@@ -8,8 +8,8 @@ kind of crash decides what survives (Kafka does not fsync on acknowledge):
 
 Two kinds of file: logs (append-only records, truncatable) and whole-value files such as
 checkpoints (Kafka writes them to a temporary file, fsyncs and renames, so `sync=True`).
-Truncation is taken as durable at once: it is a metadata change that Kafka follows with a
-checkpoint write. Records and values must be immutable; the disk keeps references.
+Truncation, and the deletion of a log's oldest records (retention deleting segment files), are
+taken as durable at once: metadata changes that Kafka follows with a checkpoint write. Records and values must be immutable; the disk keeps references.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from actors.core import Append, Flush, Truncate, WriteFile
+from actors.core import Append, DeleteHead, DiskCommand, Flush, Truncate, WriteFile
 
 __all__ = ["CrashKind", "Disk"]
 
@@ -49,7 +49,7 @@ class Disk:
         self._logs: dict[str, _LogFile] = {}
         self._values: dict[str, _ValueFile] = {}
 
-    def apply(self, command: Append | Truncate | WriteFile | Flush) -> None:
+    def apply(self, command: DiskCommand) -> None:
         match command:
             case Append(file, records):
                 self._logs.setdefault(file, _LogFile()).records.extend(records)
@@ -57,6 +57,10 @@ class Disk:
                 log = self._logs.setdefault(file, _LogFile())
                 del log.records[length:]
                 log.flushed = min(log.flushed, length)
+            case DeleteHead(file, count):
+                log = self._logs.setdefault(file, _LogFile())
+                del log.records[:count]
+                log.flushed = max(0, log.flushed - count)
             case WriteFile(file, value, sync):
                 entry = self._values.setdefault(file, _ValueFile())
                 entry.value = value

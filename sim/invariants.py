@@ -18,8 +18,10 @@ everywhere, and one leader writes an epoch, so epoch and offset name a record). 
 therefore a run list `[(start offset, epoch), ...]`, like an epoch cache, and comparing two
 replicas' prefixes costs the number of epochs, not of records: the check is the same cost at
 the first minute of a run and at the hundredth. A leader's `records_appended` extends it, a
-follower's growth copies the leader's runs, a truncation or a recovery cuts it. The events carry
-offsets only, so this costs no per-record logging. A replica whose shadow cannot be kept exactly
+follower's growth copies the leader's runs, a truncation or a recovery cuts it. Records below
+a replica's log start offset were deleted (retention): the checks compare replicas only from
+the higher of their log starts. The events carry offsets only, so this costs no per-record
+logging. A replica whose shadow cannot be kept exactly
 (it started from a prepared disk, or restarted after a power or disk loss, where Kafka itself
 promises nothing: KIP-966) is left out until it is back in sync.
 
@@ -67,6 +69,7 @@ class _Shadow:
 
     runs: list[tuple[int, int]] = field(default_factory=list)
     length: int = 0
+    log_start_offset: int = 0
     high_watermark: int = 0
     role: str = "offline"
     exact: bool = True
@@ -99,11 +102,17 @@ class _Shadow:
             i += 1
 
     def same_prefix(self, other: _Shadow, n: int) -> bool:
-        """Both hold the same first `n` records."""
+        """Both hold the same records below `n`, from the higher of their log starts."""
         if self.length < n or other.length < n:
             return False
-        end = bisect_left(self.runs, (n, UNKNOWN_EPOCH))
-        return end == bisect_left(other.runs, (n, UNKNOWN_EPOCH)) and self.runs[:end] == other.runs[:end]
+        start = max(self.log_start_offset, other.log_start_offset)
+        return start >= n or self._window(start, n) == other._window(start, n)
+
+    def _window(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The runs of the records in [start, end), the first one clipped to begin at `start`."""
+        first = bisect_right(self.runs, (start, INT_MAX)) - 1
+        last = bisect_left(self.runs, (end, UNKNOWN_EPOCH))
+        return [(start, self.runs[first][1]), *self.runs[first + 1 : last]]
 
 
 @dataclass(slots=True)
@@ -134,6 +143,8 @@ class Invariants:
             self._track_append(event)
         elif name == "log_truncated":
             self._shadow(event).cut(event["to_offset"])
+        elif name == "log_start_offset_changed":
+            self._shadow(event).log_start_offset = event["log_start_offset"]
         elif name in ("became_leader", "isr_shrunk", "isr_expanded"):
             found = self._leader_in_isr(event)
             self._track_isr(event)

@@ -1,7 +1,8 @@
 """The end-of-run checks against ground truth, on logs held as runs of values.
 
-A log here is a list of runs `(base offset, leader epoch, values)` in offset order from offset
-0, the values a `ValueRun` or a tuple of strings: a replica's batches (`LogEntries.runs`) or, for
+A log here is a list of runs `(base offset, leader epoch, values)` in offset order from its log
+start offset (0 for a log given record by record; offsets below it were deleted by retention),
+the values a `ValueRun` or a tuple of strings: a replica's batches (`LogEntries.runs`) or, for
 a log given record by record, one run per record (`runs_of`). The checks compare runs whole
 where they can and make strings only of what they report, so checking an hour's logs costs
 memory per batch, not per record:
@@ -24,6 +25,7 @@ __all__ = [
     "ValueIndex",
     "diverged_replicas",
     "at_offsets",
+    "log_start",
     "lost_acknowledged",
     "runs_of",
     "written_twice",
@@ -40,10 +42,21 @@ def runs_of(log: Log) -> Sequence[Run]:
     return [(offset, epoch, (value,)) for offset, epoch, value in log]
 
 
-def _first_difference(a: Sequence[Run], b: Sequence[Run], limit: int) -> tuple[int, str, str] | None:
-    """The first offset below `limit` where two logs hold different records (another epoch or
-    another value), with both values."""
-    i = j = offset = 0
+def log_start(log: Log) -> int:
+    """A log's first offset: its log start offset (0 for a log given record by record)."""
+    return log.start if isinstance(log, LogEntries) else 0
+
+
+def _run_at(runs: Sequence[Run], offset: int) -> int:
+    """The index of the run holding `offset` (or the first after it)."""
+    i = bisect_right(runs, offset, key=lambda run: run[0]) - 1
+    return i if i >= 0 and offset < runs[i][0] + len(runs[i][2]) else i + 1
+
+
+def _first_difference(a: Sequence[Run], b: Sequence[Run], start: int, limit: int) -> tuple[int, str, str] | None:
+    """The first offset in [start, limit) where two logs hold different records (another epoch
+    or another value), with both values."""
+    i, j, offset = _run_at(a, start), _run_at(b, start), start
     while offset < limit and i < len(a) and j < len(b):
         (a_base, a_epoch, a_values), (b_base, b_epoch, b_values) = a[i], b[j]
         a_end, b_end = a_base + len(a_values), b_base + len(b_values)
@@ -64,8 +77,9 @@ def _first_difference(a: Sequence[Run], b: Sequence[Run], limit: int) -> tuple[i
 
 
 def diverged_replicas(replicas: Mapping[int, tuple[Log, int]]) -> list[dict[str, Any]]:
-    """Pairs of replicas whose committed prefixes differ: records below both HWs that are not
-    the same record (`WeakIsr`'s consequence: committed data is the same everywhere)."""
+    """Pairs of replicas whose committed prefixes differ: records below both HWs, from both
+    log starts on, that are not the same record (`WeakIsr`'s consequence: committed data is the
+    same everywhere)."""
     found = []
     brokers = sorted(replicas)
     runs = {b: runs_of(replicas[b][0]) for b in brokers}
@@ -73,7 +87,8 @@ def diverged_replicas(replicas: Mapping[int, tuple[Log, int]]) -> list[dict[str,
         for b in brokers[i + 1 :]:
             (log_a, hw_a), (log_b, hw_b) = replicas[a], replicas[b]
             limit = min(hw_a, hw_b, len(log_a), len(log_b))
-            difference = _first_difference(runs[a], runs[b], limit)
+            start = max(log_start(log_a), log_start(log_b))
+            difference = _first_difference(runs[a], runs[b], start, limit)
             if difference is not None:
                 offset, value_a, value_b = difference
                 found.append({"replicas": [a, b], "offset": offset, "values": [value_a, value_b]})

@@ -88,6 +88,9 @@ class Profile:
     """KIP-360 (2.5.0): a broker accepts any sequence from a producer id it has no state for
     (before: UNKNOWN_PRODUCER_ID unless the sequence is 0), and an idempotent producer closes a
     sequence gap by bumping its epoch (before: by taking a new producer id)."""
+    log_start_offset_in_fetch: bool
+    """KIP-107 (0.11.0): a fetch answer carries the leader's log start offset, and a follower
+    moves its own to it (before, a follower's log start moved only by its own retention)."""
     defaults: dict[str, Any]
 
     @property
@@ -118,6 +121,7 @@ class Profile:
             keep_member_id_on_illegal_generation=v >= (3, 2, 0),
             pending_revocation_before_commit=v >= (3, 2, 3),
             accept_unknown_producer=v >= (2, 5, 0),
+            log_start_offset_in_fetch=v >= (0, 11, 0),
             defaults=_defaults(v),
         )
 

@@ -27,6 +27,7 @@ from sim.profiles import Profile
 __all__ = [
     "OFFSETS_TOPIC",
     "SECTIONS",
+    "TOPIC_LOG_SETTINGS",
     "Scenario",
     "ScenarioError",
     "Setting",
@@ -37,6 +38,7 @@ __all__ = [
 
 
 OFFSETS_TOPIC = "__consumer_offsets"
+INT_MAX = 2**31 - 1
 
 
 class ScenarioError(ValueError):
@@ -130,6 +132,12 @@ SECTIONS: dict[str, tuple[Setting, ...]] = {
         _s("controlled.shutdown.enable", bool, True, doc="a stopping broker first moves its leaderships"),
         _s("controlled.shutdown.max.retries", int, 3, low=1),
         _s("controlled.shutdown.retry.backoff.ms", int, 5000, low=0),
+        _s("log.segment.bytes", int, 1073741824, low=14, high=INT_MAX, doc="a log rolls a new segment past this size"),
+        _s("log.roll.ms", int, 604800000, low=1, doc="or when its first batch is this old (log.roll.hours = 168)"),
+        _s("log.retention.ms", int, 604800000, low=-1, doc="delete segments whose newest record is older; -1: never"),
+        _s("log.retention.bytes", int, -1, low=-1, doc="delete the oldest segments while a log is larger; -1: no limit"),
+        _s("log.retention.check.interval.ms", int, 300000, low=1),
+        _s("log.initial.task.delay.ms", int, 30000, low=0, doc="the first retention check (a fixed 30 s before 3.7)"),
     ),
     "workload": (
         _s("kind", str, "gossip", choices=("gossip",)),
@@ -222,7 +230,18 @@ TOPIC_SETTINGS = (
     _s("replication.factor", int, 1, low=1, high=100),
     _s("replicas", list[list[int]], [], doc="broker ids per partition; empty: round robin"),
     _s("min.insync.replicas", int, None, low=1, doc="overrides [broker] min.insync.replicas"),
+    _s("segment.bytes", int, None, low=14, high=INT_MAX, doc="overrides [broker] log.segment.bytes"),
+    _s("segment.ms", int, None, low=1, doc="overrides [broker] log.roll.ms"),
+    _s("retention.ms", int, None, low=-1, doc="overrides [broker] log.retention.ms"),
+    _s("retention.bytes", int, None, low=-1, doc="overrides [broker] log.retention.bytes"),
 )
+TOPIC_LOG_SETTINGS = {
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
+    "retention.ms": "log.retention.ms",
+    "retention.bytes": "log.retention.bytes",
+}
+"""Each topic-level log setting and the broker setting it overrides."""
 PRODUCER_SETTINGS = (
     _s("topic", str, required=True),
     _s("acks", "acks", None, profile_default="acks", doc="0, 1, all or -1"),
@@ -335,6 +354,7 @@ class Scenario:
             "replication.factor": min(cluster["offsets.topic.replication.factor"], self.get("cluster", "brokers")),
             "replicas": [],
             "min.insync.replicas": None,
+            **dict.fromkeys(TOPIC_LOG_SETTINGS),
         }
         return (*self.topics, offsets)
 

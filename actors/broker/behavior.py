@@ -3,8 +3,10 @@
 Models `ReplicaManager`: `becomeLeaderOrFollower` with controller-epoch fencing (a request from
 an older controller gets STALE_CONTROLLER_EPOCH; a partition whose leader epoch is not newer is
 left alone), the `isr-expiration` task every `replica.lag.time.max.ms / 2` from start-up, and
-the HW checkpoint every `replica.high.watermark.checkpoint.interval.ms`. A restarted broker
-recovers every partition it finds on its disk and waits for the controller.
+the HW checkpoint every `replica.high.watermark.checkpoint.interval.ms`, and the log manager's
+retention check (`LogManager.cleanupLogs`) every `log.retention.check.interval.ms` from
+`log.initial.task.delay.ms`. A restarted broker recovers every partition it finds on its disk
+and waits for the controller.
 
 The leader's handlers are in `leader.py`, the follower's in `follower.py`.
 """
@@ -75,7 +77,8 @@ class Broker:
         out = Out()
         self.state.producer_id_blocks = ctx.disk.get(produce.PRODUCER_ID_BLOCK_FILE, -1)
         for tp in partitions_on_disk(ctx.disk):
-            self.state.partitions[tp] = Partition(tp, PartitionLog.recover(tp, ctx.disk))
+            log = PartitionLog.recover(tp, ctx.disk, self.config.log_config_for(tp.topic), ctx.now_ms)
+            self.state.partitions[tp] = Partition(tp, log)
         out.emit(
             "broker_started",
             broker_id=self.config.broker_id,
@@ -85,6 +88,7 @@ class Broker:
             self.emit_offsets(out, self.state.partitions[tp])  # what the disk kept
         out.set_timer("isr-expiration", 0)
         out.set_timer("hw-checkpoint", self.config.replica_high_watermark_checkpoint_interval_ms)
+        out.set_timer("log-retention", self.config.log_initial_task_delay_ms)
         for p in self.config.bootstrap:
             self._become_leader_or_follower(ctx, out, p)
         return out
@@ -177,6 +181,10 @@ class Broker:
             for tp in sorted(self.state.partitions):
                 self.state.partitions[tp].log.checkpoint_high_watermark(out)
             out.set_timer("hw-checkpoint", self.config.replica_high_watermark_checkpoint_interval_ms)
+        elif kind == "log-retention":
+            for tp in sorted(self.state.partitions):
+                self.state.partitions[tp].log.delete_old_segments(out, ctx.now_ms)
+            out.set_timer("log-retention", self.config.log_retention_check_interval_ms)
         elif kind == "fetch":
             leader.complete_fetch(self, out, int(arg))
         elif kind == "produce":
@@ -206,6 +214,8 @@ class Broker:
                     "partition_epoch": p.partition_epoch,
                     "isr": sorted(p.isr),
                     "maximal_isr": sorted(p.maximal_isr),
+                    "log_start_offset": p.log.log_start_offset,
+                    "segments": [(s.base_offset, s.size_bytes) for s in p.log.segments()],
                     "log_end_offset": p.log.log_end_offset,
                     "high_watermark": p.log.high_watermark,
                     "epochs": [tuple(e) for e in p.log.epochs.entries],
@@ -330,7 +340,9 @@ class Broker:
         me = self.config.broker_id
         if me not in p.replicas:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        partition = self.state.partitions.setdefault(tp, Partition(tp, PartitionLog(tp)))
+        partition = self.state.partitions.get(tp)
+        if partition is None:
+            partition = self.state.partitions[tp] = Partition(tp, PartitionLog(tp, config=self.config.log_config_for(tp.topic)))
         if p.leader_epoch <= partition.leader_epoch:
             # Only a newer leader epoch changes anything: this one was already applied.
             return ErrorCode.STALE_CONTROLLER_EPOCH

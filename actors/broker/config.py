@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from actors.broker.retention import OFFSETS_TOPIC_SEGMENT_BYTES, LogConfig
 from actors.core import Address
 from protocols.replication import LeaderAndIsrPartition
 from sim.profiles import Profile
@@ -59,6 +60,14 @@ class BrokerConfig:
     """Per partition; the first batch is sent whole even if larger (KIP-74)."""
     topic_min_insync_replicas: tuple[tuple[str, int], ...] = ()
     """Topic-level overrides of min.insync.replicas."""
+    log_config: LogConfig = field(default_factory=LogConfig)
+    """The broker's `log.segment.bytes`, `log.roll.ms`, `log.retention.ms` and
+    `log.retention.bytes`: every topic's unless it overrides them."""
+    topic_log_configs: tuple[tuple[str, LogConfig], ...] = ()
+    """Topics with their own `segment.bytes`, `segment.ms`, `retention.ms` or `retention.bytes`."""
+    log_retention_check_interval_ms: int = 300000
+    log_initial_task_delay_ms: int = 30000
+    """`log.initial.task.delay.ms` (3.7+; a fixed 30 s before): the first retention check."""
     bootstrap: tuple[LeaderAndIsrPartition, ...] = ()
     """Partitions as the controller creates them (leader = first replica, LE 0, ISR = all
     replicas), applied at every start while the cluster has no controller."""
@@ -73,6 +82,13 @@ class BrokerConfig:
 
     def min_insync_replicas_for(self, topic: str) -> int:
         return dict(self.topic_min_insync_replicas).get(topic, self.min_insync_replicas)
+
+    def log_config_for(self, topic: str) -> LogConfig:
+        """The topic's log settings; internal topics (`__consumer_offsets`) are compacted, with
+        `offsets.topic.segment.bytes` segments."""
+        if topic.startswith("__"):
+            return replace(self.log_config, segment_bytes=OFFSETS_TOPIC_SEGMENT_BYTES, delete=False)
+        return dict(self.topic_log_configs).get(topic, self.log_config)
 
     @property
     def address(self) -> Address:

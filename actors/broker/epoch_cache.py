@@ -1,7 +1,7 @@
 """The leader-epoch cache (KIP-101) and the follower's truncation rule (KIP-279).
 
 Models `storage/.../epoch/LeaderEpochFileCache.java` (`assign`, `endOffsetFor`,
-`truncateFromEnd`) and `AbstractFetcherThread.getOffsetTruncationState`. Pure values: every
+`truncateFromEnd`, `truncateFromStart`) and `AbstractFetcherThread.getOffsetTruncationState`. Pure values: every
 operation returns a new cache, which the replica persists as its `leader-epoch-checkpoint`.
 """
 
@@ -71,6 +71,15 @@ class EpochCache:
     def truncate_from_end(self, end_offset: int) -> EpochCache:
         """The log was truncated to `end_offset`: drop epochs that start at or after it."""
         return EpochCache(tuple(e for e in self.entries if e.start_offset < end_offset))
+
+    def truncate_from_start(self, start_offset: int) -> EpochCache:
+        """The log start offset moved to `start_offset`: epochs that start at or before it give
+        way to the latest of them, which now starts there."""
+        before = [e for e in self.entries if e.start_offset <= start_offset]
+        if not before:
+            return self
+        kept = tuple(e for e in self.entries if e.start_offset > start_offset)
+        return EpochCache((EpochEntry(before[-1].epoch, start_offset), *kept))
 
 
 class TruncationState(NamedTuple):

@@ -6,8 +6,11 @@ version profile (KIP-101, KIP-279, KAFKA-10554):
 - before 0.11: truncate to the local HW on becoming follower (the cause of S2 and S4);
 - 0.11 to 2.7: OffsetsForLeaderEpoch first, with the KIP-279 loop from 2.0;
 - 2.8 and later: fetch at once with `last_fetched_epoch`; a `diverging_epoch` answer truncates.
-After OFFSET_OUT_OF_RANGE the follower asks the leader's end offset (ListOffsets) and truncates
-to it if it is ahead.
+After OFFSET_OUT_OF_RANGE (`fetchOffsetAndTruncate`) the follower asks the leader's end offset
+(ListOffsets latest) and truncates to it if it is ahead; otherwise it asks the leader's log
+start offset (earliest) and, if its own log ends before it (retention deleted what it lacks),
+truncates fully and starts there. A fetch answer carries the leader's log start offset, which
+the follower's own follows (KIP-107, 0.11+); its retention check then deletes the segments below.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from actors.broker.state import FetchPhase, FetchSession, FollowedPartition
 from actors.core import Ctx, Out
 from protocols.errors import ErrorCode
 from protocols.replication import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
     FetchedPartition,
     FetchPartition,
     FetchRequest,
@@ -95,6 +100,8 @@ def maybe_send(b: Broker, ctx: Ctx, out: Out, session: FetchSession) -> None:
 
 
 Request = OffsetForLeaderEpochRequest | ListOffsetsRequest | FetchRequest
+_LIST_OFFSETS = {FetchPhase.OUT_OF_RANGE: LATEST_TIMESTAMP, FetchPhase.OUT_OF_RANGE_START: EARLIEST_TIMESTAMP}
+"""What a partition out of range asks the leader: its end offset, then its log start offset."""
 
 
 def _next_request(
@@ -116,12 +123,14 @@ def _next_request(
                 for f in truncating
             ),
         ), truncating
-    out_of_range = [f for f in ready if f.phase is FetchPhase.OUT_OF_RANGE]
+    out_of_range = [f for f in ready if f.phase in _LIST_OFFSETS]
     if out_of_range:
         return ListOffsetsRequest(
             me,
             tuple(
-                ListOffsetsPartition(f.tp.topic, f.tp.partition, -1, f.leader_epoch if fencing else -1)
+                ListOffsetsPartition(
+                    f.tp.topic, f.tp.partition, _LIST_OFFSETS[f.phase], f.leader_epoch if fencing else -1
+                )
                 for f in out_of_range
             ),
         ), out_of_range
@@ -149,11 +158,11 @@ def _next_request(
 
 
 def _match_response(
-    b: Broker, out: Out, leader: int, correlation_id: int, answers: tuple[Any, ...], phase: FetchPhase
+    b: Broker, out: Out, leader: int, correlation_id: int, answers: tuple[Any, ...], *phases: FetchPhase
 ) -> tuple[FetchSession | None, list[tuple[FollowedPartition, Any]]]:
     """What every fetcher response shares: match it to the request in flight (a response to a
     request the fetcher gave up on is ignored), stop that request's timeout, and pair each answer
-    with its partition if the partition is still in `phase`."""
+    with its partition if the partition is still in one of `phases`."""
     session = b.state.sessions.get(leader)
     if session is None or session.in_flight != correlation_id:
         return None, []
@@ -163,7 +172,7 @@ def _match_response(
     for answer in answers:
         tp = TopicPartition(answer.topic, answer.partition)
         followed = session.partitions.get(tp)
-        if followed is None or followed.phase is not phase:
+        if followed is None or followed.phase not in phases:
             continue
         now = (followed.leader_epoch, b.state.partitions[tp].log.log_end_offset)
         if session.sent.get(tp) == now:  # else asked under an older epoch or offset: stale
@@ -204,10 +213,12 @@ def _apply_fetched(b: Broker, ctx: Ctx, out: Out, followed: FollowedPartition, a
         _truncate(b, out, partition, state.offset, "diverging_epoch")
         return
     before = (log.log_end_offset, log.high_watermark)
-    log.append_as_follower(out, answer.records)
+    log.append_as_follower(out, answer.records, ctx.now_ms)
     log.update_high_watermark(answer.high_watermark)
     if (log.log_end_offset, log.high_watermark) != before:
         b.emit_offsets(out, partition)
+    if b.config.profile.log_start_offset_in_fetch:
+        log.maybe_increment_log_start_offset(out, answer.log_start_offset, "leader_offset_incremented")
 
 
 def on_offset_for_leader_epoch_response(
@@ -245,16 +256,28 @@ def on_offset_for_leader_epoch_response(
 def on_list_offsets_response(
     b: Broker, ctx: Ctx, out: Out, leader: int, correlation_id: int, resp: ListOffsetsResponse
 ) -> None:
-    """After OFFSET_OUT_OF_RANGE: truncate to the leader's end offset if this replica is ahead."""
+    """After OFFSET_OUT_OF_RANGE (`fetchOffsetAndTruncate`): the leader's end offset, to which a
+    replica ahead of it truncates; else the leader's log start offset, at which a replica that
+    ends before it starts again, empty."""
     session, pairs = _match_response(
-        b, out, leader, correlation_id, resp.partitions, FetchPhase.OUT_OF_RANGE
+        b, out, leader, correlation_id, resp.partitions, FetchPhase.OUT_OF_RANGE, FetchPhase.OUT_OF_RANGE_START
     )
     for followed, answer in pairs:
         if answer.error_code is not ErrorCode.NONE:
             _back_off(b, ctx, followed)
             continue
-        _truncate(b, out, b.state.partitions[followed.tp], answer.offset, "offset_out_of_range")
-        followed.phase = FetchPhase.FETCHING
+        partition = b.state.partitions[followed.tp]
+        log = partition.log
+        if followed.phase is FetchPhase.OUT_OF_RANGE_START:
+            if answer.offset > log.log_end_offset:
+                log.truncate_fully_and_start_at(out, answer.offset)
+                b.emit_offsets(out, partition)
+            followed.phase = FetchPhase.FETCHING
+        elif answer.offset < log.log_end_offset:
+            _truncate(b, out, partition, answer.offset, "offset_out_of_range")
+            followed.phase = FetchPhase.FETCHING
+        else:
+            followed.phase = FetchPhase.OUT_OF_RANGE_START
     if session is not None:
         maybe_send(b, ctx, out, session)
 

@@ -104,12 +104,13 @@ def _read_partition(
         diverging = _diverging_epoch(log, fp)
         if diverging is not None:
             return FetchedPartition(fp.topic, fp.partition, ErrorCode.NONE, hw, (), diverging), None
-    if fp.fetch_offset > end or fp.fetch_offset < 0:
+    if fp.fetch_offset > end or fp.fetch_offset < log.log_start_offset:
         return _error(fp, ErrorCode.OFFSET_OUT_OF_RANGE, hw), None
     # Followers read to the LEO; consumers (read_uncommitted) to the HW.
     bound = end if replica_id >= 0 else hw
     batches = log.read(fp.fetch_offset, bound, fp.partition_max_bytes)
-    return FetchedPartition(fp.topic, fp.partition, ErrorCode.NONE, hw, batches), partition
+    answer = FetchedPartition(fp.topic, fp.partition, ErrorCode.NONE, hw, batches, None, log.log_start_offset)
+    return answer, partition
 
 
 def _error(fp: FetchPartition, code: ErrorCode, hw: int = -1) -> FetchedPartition:
@@ -177,7 +178,8 @@ def check_purgatory(
 
 def _fetch_can_complete(b: Broker, op: DelayedFetch) -> bool:
     """`DelayedFetch.tryComplete`: not leader, unknown partition, fenced epoch, fetch offset past
-    the end (truncation), a diverging epoch, or enough bytes."""
+    the end (truncation) or now below the log start (retention), a diverging epoch, or enough
+    bytes."""
     readable = 0
     partitions = b.state.partitions
     for fp in op.request.partitions:
@@ -188,7 +190,7 @@ def _fetch_can_complete(b: Broker, op: DelayedFetch) -> bool:
             return True
         log = partition.log
         end = log.log_end_offset if op.is_follower else log.high_watermark
-        if fp.fetch_offset > end:
+        if fp.fetch_offset > end or fp.fetch_offset < log.log_start_offset:
             return True
         if op.is_follower and b.config.profile.truncate_on_fetch and _diverging_epoch(log, fp) is not None:
             return True
@@ -260,7 +262,8 @@ def on_offset_for_leader_epoch(
 
 
 def on_list_offsets(b: Broker, out: Out, inbound: Inbound, req: ListOffsetsRequest) -> None:
-    """Latest (-1) is the LEO for a replica and the HW for a consumer; earliest (-2) is 0."""
+    """Latest (-1) is the LEO for a replica and the HW for a consumer; earliest (-2) is the log
+    start offset (`fetchOffsetByTimestamp`)."""
     answers = []
     for p in req.partitions:
         tp = TopicPartition(p.topic, p.partition)
@@ -270,7 +273,7 @@ def on_list_offsets(b: Broker, out: Out, inbound: Inbound, req: ListOffsetsReque
             continue
         log = partition.log
         if p.timestamp == EARLIEST_TIMESTAMP:
-            offset = 0
+            offset = log.log_start_offset
         else:
             offset = log.log_end_offset if req.replica_id >= 0 else log.high_watermark
         answers.append(

@@ -118,6 +118,7 @@ def _append(
         partition.leader_epoch,
         (data.producer_id, data.producer_epoch, data.base_sequence),
         data.size_bytes,
+        now_ms=ctx.now_ms,
     )
     out.emit(
         "records_appended",

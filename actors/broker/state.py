@@ -63,12 +63,16 @@ class FetchPhase(Enum):
       truncation is complete.
     - FETCHING: included in every Fetch to the leader. Transition: OUT_OF_RANGE on
       OFFSET_OUT_OF_RANGE; TRUNCATING never (2.8+ truncates on the fetch response).
-    - OUT_OF_RANGE: asking the leader's end offset (ListOffsets). Transition: FETCHING.
+    - OUT_OF_RANGE: asking the leader's end offset (ListOffsets latest). Transition: FETCHING
+      after truncating to it if this replica is ahead; else OUT_OF_RANGE_START.
+    - OUT_OF_RANGE_START: asking the leader's log start offset (ListOffsets earliest).
+      Transition: FETCHING, after truncating fully to start there if this replica ends before it.
     """
 
     TRUNCATING = "truncating"
     FETCHING = "fetching"
     OUT_OF_RANGE = "out_of_range"
+    OUT_OF_RANGE_START = "out_of_range_start"
 
 
 @dataclass(slots=True)

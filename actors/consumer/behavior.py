@@ -1083,13 +1083,17 @@ class Consumer:
                     reset.append(tp)
         self._reset_positions(out, reset)
 
-    def _reset_positions(self, out: Out, partitions: list[TopicPartition]) -> None:
-        """`auto.offset.reset` by ListOffsets to each partition's leader."""
+    def _reset_positions(
+        self, out: Out, partitions: list[TopicPartition], error: str = "NoOffsetForPartitionException"
+    ) -> None:
+        """`auto.offset.reset` by ListOffsets to each partition's leader; with `none`, `error`
+        (no committed offset, or `OffsetOutOfRangeException` after OFFSET_OUT_OF_RANGE) is
+        thrown to the application."""
         if not partitions:
             return
         policy = self.config.auto_offset_reset
         if policy == "none":
-            self._fail(out, f"NoOffsetForPartitionException: {', '.join(str(tp) for tp in partitions)}")
+            self._fail(out, f"{error}: {', '.join(str(tp) for tp in partitions)}")
             return
         timestamp = EARLIEST_TIMESTAMP if policy == "earliest" else LATEST_TIMESTAMP
         by_leader: dict[int, list[ListOffsetsPartition]] = {}
@@ -1153,7 +1157,7 @@ class Consumer:
                     out_of_range.append(tp)
         if stale:
             self._request_metadata(out)
-        self._reset_positions(out, out_of_range)
+        self._reset_positions(out, out_of_range, "OffsetOutOfRangeException")
 
     # ------------------------------------------------------------------ metadata and coordinator
 

@@ -20,6 +20,10 @@ The events do not list a log's records, so this rebuilds them:
   producer without idempotence (a retry's first copy, whose answer was lost) names no batch: its
   offsets are counted in `log_unresolved` and in neither figure.
 
+- Retention: the final log holds only the offsets from its replica's last log start offset
+  (`log_start_offset_changed`; 0 again where the log was emptied). An acknowledged record
+  acknowledged below it was deleted, not lost, and the records deleted are not in the figures.
+
 A broker down at the end counts with the LEO it last logged (a power loss may have kept less:
 Kafka does not flush on acknowledge, and the log says what survived only at the restart).
 """
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.types import ArrayType, LongType, StringType
 
@@ -37,13 +41,36 @@ __all__ = ["final_log_figures", "lost_and_duplicated"]
 REPLICA = ["run", "node", "topic", "partition"]
 
 
+def _user() -> Column:
+    """Not an internal topic's (`__consumer_offsets` holds the coordinator's records)."""
+    return ~F.col("topic").startswith("__")
+
+
 def _log_end_offsets(events: DataFrame) -> DataFrame:
     """Every change of a replica's LEO, in log order, with the epoch and role it came in."""
-    user = ~F.col("topic").startswith("__")
-    changes = events.where((F.col("event") == "replica_offsets_changed") & user).select(
+    changes = events.where((F.col("event") == "replica_offsets_changed") & _user()).select(
         *REPLICA, "ln", F.col("log_end_offset").alias("leo"), "leader_epoch", "role"
     )
-    replicas = changes.select(*REPLICA).distinct()
+    empty = _emptied(events, changes.select(*REPLICA).distinct()).select(
+        *REPLICA, "ln", F.lit(0).cast("long").alias("leo"), F.lit(None).cast("long").alias("leader_epoch"), F.lit("offline").alias("role")
+    )
+    return changes.unionByName(empty)
+
+
+def _log_start_offsets(events: DataFrame, authority: DataFrame) -> DataFrame:
+    """Each final log's log start offset: (run, topic, partition) -> start."""
+    changes = events.where((F.col("event") == "log_start_offset_changed") & _user()).select(
+        *REPLICA, "ln", F.col("log_start_offset").alias("start")
+    )
+    empty = _emptied(events, changes.select(*REPLICA).distinct()).select(*REPLICA, "ln", F.lit(0).cast("long").alias("start"))
+    last = Window.partitionBy(*REPLICA).orderBy(F.col("ln").desc())
+    starts = changes.unionByName(empty).withColumn("k", F.row_number().over(last)).where("k = 1")
+    return authority.join(starts, REPLICA).select("run", "topic", "partition", "start")
+
+
+def _emptied(events: DataFrame, replicas: DataFrame) -> DataFrame:
+    """When each of these replicas' logs was emptied: a restart that did not keep it, or a disk
+    loss (REPLICA, ln)."""
     kept = F.from_json("partitions", ArrayType(StringType()))
     restarts = events.where(F.col("event") == "broker_started").select("run", "node", "ln", kept.alias("kept"))
     emptied = (
@@ -55,11 +82,9 @@ def _log_end_offsets(events: DataFrame) -> DataFrame:
         events.where((F.col("event") == "node_crashed") & (F.col("kind") == "disk_loss"))
         .select("run", F.col("target").alias("node"), "ln")
         .join(replicas, ["run", "node"])
+        .select(*REPLICA, "ln")
     )
-    empty = emptied.unionByName(wiped).select(
-        *REPLICA, "ln", F.lit(0).cast("long").alias("leo"), F.lit(None).cast("long").alias("leader_epoch"), F.lit("offline").alias("role")
-    )
-    return changes.unionByName(empty)
+    return emptied.unionByName(wiped)
 
 
 def _authorities(events: DataFrame, leos: DataFrame) -> DataFrame:
@@ -146,15 +171,18 @@ def lost_and_duplicated(events: DataFrame) -> DataFrame:
     """Per run: lost_acked, log_duplicates and log_unresolved (offsets whose record is unnamed)."""
     leos = _log_end_offsets(events).localCheckpoint()
     authority = _authorities(events, leos)
+    starts = _log_start_offsets(events, authority)
     order = Window.partitionBy(*REPLICA).orderBy("ln")
     growth = (
         leos.withColumn("before", F.coalesce(F.lag("leo").over(order), F.lit(0)))
         .where(F.col("leo") > F.col("before"))
         .join(authority.select(*REPLICA, F.col("leo").alias("end")), REPLICA)
+        .join(starts, ["run", "topic", "partition"], "left")
     )
     taken = growth.select(
-        "run", "topic", "partition", "ln", "leader_epoch", "end", F.explode(F.sequence("before", F.col("leo") - 1)).alias("offset")
-    ).where(F.col("offset") < F.col("end"))
+        "run", "topic", "partition", "ln", "leader_epoch", "end", "start",
+        F.explode(F.sequence("before", F.col("leo") - 1)).alias("offset"),
+    ).where((F.col("offset") < F.col("end")) & (F.col("offset") >= F.coalesce("start", F.lit(0))))
     latest = taken.groupBy("run", "topic", "partition", "offset").agg(F.max(F.struct("ln", "leader_epoch")).alias("t"))
     writes = _appends(events).alias("w")
     final = (
@@ -181,9 +209,13 @@ def lost_and_duplicated(events: DataFrame) -> DataFrame:
         .agg(F.sum(F.col("count") - 1).alias("log_duplicates"))
     )
     numbers = F.from_json("records", ArrayType(LongType()))
-    acked = events.where(
-        (F.col("event") == "produce_completed") & (F.col("error") == "NONE") & (F.col("acks") != 0)
-    ).select("run", "producer", F.explode(numbers).alias("n"))
+    # An acknowledged record at an offset below its final log's start was deleted, not lost.
+    acked = (
+        events.where((F.col("event") == "produce_completed") & (F.col("error") == "NONE") & (F.col("acks") != 0))
+        .select("run", "producer", "topic", "partition", "base_offset", F.posexplode(numbers).alias("i", "n"))
+        .join(starts, ["run", "topic", "partition"], "left")
+        .where(F.col("base_offset") + F.col("i") >= F.coalesce("start", F.lit(0)))
+    )
     present = final.where(F.col("value").isNotNull()).select("run", "value").distinct()
     lost = (
         acked.select("run", F.concat_ws(":", "producer", F.col("n").cast("string")).alias("value"))

@@ -51,6 +51,7 @@ _LONG = (
     "first_offset",
     "end_offset",
     "broker_id",
+    "log_start_offset",
 )
 _STRING = (
     "run_id",

@@ -122,3 +122,23 @@ def test_single_controller_per_epoch() -> None:
     assert check({**elected, "ts_ms": 5, "controller_epoch": 8, "broker_id": 2}) == []
     [v] = check({**elected, "ts_ms": 9, "node": "broker-3", "broker_id": 3})
     assert (v.invariant, v.ts_ms) == ("single_controller_per_epoch", 9)
+
+
+def test_weak_isr_compares_replicas_from_the_higher_of_their_log_starts() -> None:
+    """broker-2 held offsets 0-4 of epoch 0, which the leader of epoch 1 never had. Once its log
+    starts at 5 (it truncated fully to the leader's log start), those records are deleted and
+    no longer count against `weak_isr`; records at or above both log starts still do."""
+    def run(log_start: int | None) -> list[Violation]:
+        check = Invariants()
+        common = {"ts_ms": 1, "topic": "T", "partition": 0}
+        check({**common, "event": "became_leader", "node": "broker-1", "leader_epoch": 1, "isr": [1, 2]})
+        check({**common, "event": "records_appended", "node": "broker-1", "base_offset": 0, "count": 10, "leader_epoch": 1})
+        check({**common, "event": "records_appended", "node": "broker-2", "base_offset": 0, "count": 5, "leader_epoch": 0})
+        if log_start is not None:
+            check({**common, "event": "log_start_offset_changed", "node": "broker-2", "log_start_offset": log_start})
+        check(offsets("broker-2", 2, "follower", 1, 10, 10))
+        return check(offsets("broker-1", 3, "leader", 1, 10, 10))
+
+    assert [v.invariant for v in run(None)] == ["weak_isr", "strong_isr"]
+    assert run(5) == []
+    assert [v.invariant for v in run(4)] == ["weak_isr", "strong_isr"]

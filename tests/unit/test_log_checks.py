@@ -93,3 +93,18 @@ def test_the_checks_on_runs_agree_with_a_record_by_record_reading() -> None:
             absent = [i for i, v in enumerate(acked) if at.get(offset + i) != v]
             assert at_offsets(runs_of(other), offset, acked) == (reused, absent), seed
             assert at_offsets(runs_of(list(other)), offset, acked) == (reused, absent), seed
+
+
+def test_replicas_are_compared_from_the_higher_of_their_log_starts() -> None:
+    """A replica whose log starts at 4 (retention) agrees with one holding 0-7 where both hold
+    records; a record that differs above both log starts is still found."""
+    full = LogEntries([RecordBatch(0, 0, ("a", "b", "c", "d")), RecordBatch(4, 0, ("e", "f")), RecordBatch(6, 1, ("g", "h"))])
+    assert (full.start, len(full)) == (0, 8)
+    tail = LogEntries([RecordBatch(4, 0, ("e", "f")), RecordBatch(6, 1, ("g", "h"))])
+    assert (tail.start, len(tail), tail[5]) == (4, 8, (5, 0, "f"))
+    assert diverged_replicas({1: (full, 8), 2: (tail, 8)}) == []
+    other = LogEntries([RecordBatch(4, 0, ("e", "x")), RecordBatch(6, 1, ("g", "h"))])
+    assert diverged_replicas({1: (full, 8), 2: (other, 8)}) == [{"replicas": [1, 2], "offset": 5, "values": ["f", "x"]}]
+    empty = LogEntries([], 8)  # every segment deleted: an empty log from 8 to 8
+    assert (empty.start, len(empty), list(empty)) == (8, 8, [])
+    assert diverged_replicas({1: (full, 8), 2: (empty, 8)}) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from actors.broker.epoch_cache import EpochCache, EpochEntry
 from actors.broker.partition_log import PartitionLog, epoch_file, hw_file, log_file
+from actors.broker.retention import LogConfig
 from actors.core import Append, Flush, Out, Truncate
 from protocols.replication import RecordBatch, batch_size_bytes
 from protocols.types import TopicPartition
@@ -146,3 +147,67 @@ def test_the_producers_state_is_rebuilt_from_the_log_after_a_restart_or_a_trunca
     recovered.truncate_to(Out(), 2)
     assert recovered.producers.check(4000, 0, 2, 1).duplicate_of is None  # sequence 2 is gone
     assert recovered.producers.check(4000, 0, 3, 1).error.name == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+
+
+def _segmented(retention_bytes: int = -1) -> tuple[PartitionLog, Disk]:
+    """Six batches of 100 bytes appended 10 ms apart into segments of two (`segment.bytes` 250)."""
+    log, disk = PartitionLog(TP, config=LogConfig(segment_bytes=250, retention_ms=100, retention_bytes=retention_bytes)), Disk()
+    for i in range(6):
+        out = Out()
+        log.append_as_follower(out, (_batch(i, 0, f"v{i}"),), now_ms=10 * i)
+        _apply(disk, out)
+    log.update_high_watermark(6)
+    return log, disk
+
+
+def test_retention_deletes_whole_segments_from_the_log_and_the_disk() -> None:
+    """`retention.bytes` 200 of 600: the two oldest segments go (400 bytes; with 250 only one
+    would, the log keeping at least that much), the last stays; the log start moves to 4, the
+    epoch cache starts there, and the disk keeps two batches."""
+    log, disk = _segmented(retention_bytes=200)
+    assert [s.base_offset for s in log.segments()] == [0, 2, 4]
+    out = Out()
+    log.delete_old_segments(out, now_ms=60)
+    _apply(disk, out)
+    assert (log.log_start_offset, log.log_end_offset, log.size_bytes) == (4, 6, 200)
+    assert log.epochs.entries == (EpochEntry(0, 4),)
+    assert disk.view()[log_file(TP)] == tuple(log.batches) and len(log.batches) == 2
+    assert log.entries() == [(4, 0, "v4"), (5, 0, "v5")]
+    recovered = PartitionLog.recover(TP, disk.view(), log.config, now_ms=70)
+    # No HW checkpoint was written: the HW recovers clamped up to the log start.
+    assert (recovered.log_start_offset, recovered.log_end_offset, recovered.high_watermark) == (4, 6, 4)
+
+
+def test_retention_ms_keeps_the_segments_newer_than_it_and_never_passes_the_hw() -> None:
+    """At 145 ms, `retention.ms` 100: the segment whose newest batch is from 10 ms goes; the
+    next (newest at 30 ms) would too, but the HW (3) is inside it."""
+    log, _ = _segmented()
+    log.update_high_watermark(3)
+    log.delete_old_segments(Out(), now_ms=145)
+    assert (log.log_start_offset, [s.base_offset for s in log.segments()]) == (2, [2, 4])
+
+
+def test_a_log_deleted_whole_starts_empty_at_its_end_and_recovers_there() -> None:
+    """Every segment past `retention.ms`: a new empty segment is rolled at the LEO first."""
+    log, disk = _segmented()
+    out = Out()
+    log.delete_old_segments(out, now_ms=1000)
+    _apply(disk, out)
+    assert (log.log_start_offset, log.log_end_offset, log.batches, log.size_bytes) == (6, 6, [], 0)
+    assert disk.view()[log_file(TP)] == ()
+    assert PartitionLog.recover(TP, disk.view()).log_end_offset == 6
+
+
+def test_a_truncation_below_the_first_segment_starts_the_log_over() -> None:
+    """`truncateTo` below the first segment: `truncateFullyAndStartAt` the target."""
+    log, _ = _segmented(retention_bytes=200)
+    log.delete_old_segments(Out(), now_ms=60)
+    assert log.truncate_to(Out(), 1)
+    assert (log.log_start_offset, log.log_end_offset, log.high_watermark, log.batches) == (1, 1, 1, [])
+
+
+def test_epoch_cache_truncated_from_the_start_keeps_the_epoch_of_the_new_start() -> None:
+    """`LeaderEpochFileCache.truncateFromStart`."""
+    cache = EpochCache((EpochEntry(0, 0), EpochEntry(2, 5), EpochEntry(3, 9)))
+    assert cache.truncate_from_start(7).entries == (EpochEntry(2, 7), EpochEntry(3, 9))
+    assert cache.truncate_from_start(9).entries == (EpochEntry(3, 9),)
