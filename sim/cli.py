@@ -21,7 +21,8 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
 
 from sim.faults import FaultError
 from sim.kernel import HostKind
@@ -29,6 +30,8 @@ from sim.rundir import RunDirRefused
 from sim.scenario import Scenario, ScenarioError, load_scenario
 
 __all__ = ["main"]
+
+T = TypeVar("T")
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -146,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             return _sweep(args)
     except (ScenarioError, FaultError, RunDirError, RunDirRefused) as exc:
         return _usage_error(str(exc))
+    except SparkUnavailable as exc:
+        sys.stderr.write(f"kafkasim: {exc}\n")
+        return EXIT_FAILED
     except KeyboardInterrupt:
         sys.stderr.write("kafkasim: interrupted\n")
         return EXIT_INTERRUPTED
@@ -298,21 +304,13 @@ def _analyze(args: argparse.Namespace) -> int:
     for run_dir in args.run_dirs:
         if not (run_dir / "events.jsonl").is_file():
             return _usage_error(f"{run_dir}: not a run directory (no events.jsonl)")
-    try:
-        _check_master(args.master)
-    except SparkUnavailable as exc:
-        sys.stderr.write(f"kafkasim: {exc}\n")
-        return EXIT_FAILED
+    _check_master(args.master)
     try:
         for run_dir in args.run_dirs:
             check_event_log(run_dir / "events.jsonl")
     except BadEventLog as exc:
         return _usage_error(str(exc))
-    try:
-        analyses = _spark_analyses(args.run_dirs, args.master)
-    except SparkUnavailable as exc:
-        sys.stderr.write(f"kafkasim: {exc}\n")
-        return EXIT_FAILED
+    analyses = _spark_analyses(args.run_dirs, args.master)
     for run_dir, analysis in zip(args.run_dirs, analyses, strict=True):
         (run_dir / "analysis.json").write_text(json.dumps(analysis, indent=2) + "\n")
         if not args.json:
@@ -325,13 +323,20 @@ def _analyze(args: argparse.Namespace) -> int:
 
 def _spark_analyses(run_dirs: list[Path], master: str) -> list[dict[str, Any]]:
     """analyze_runs on a session of `master`; Spark's failures become one line."""
+    from sim.analytics.jobs import analyze_runs  # noqa: PLC0415 - Spark only when asked
+
+    sys.stderr.write(f"analysing {len(run_dirs)} run(s) on Spark ({master})...\n")
+    return _on_spark(master, lambda spark: analyze_runs(spark, run_dirs))
+
+
+def _on_spark(master: str, work: Callable[[Any], T]) -> T:
+    """`work(session)` on a quiet session of `master`, stopped after. Spark's failures become
+    SparkUnavailable (one line), Ctrl-C a KeyboardInterrupt."""
     from py4j.protocol import Py4JError  # noqa: PLC0415 - Spark only when asked
     from pyspark.errors import PySparkException  # noqa: PLC0415
 
-    from sim.analytics.jobs import analyze_runs  # noqa: PLC0415
     from sim.analytics.session import spark_session  # noqa: PLC0415
 
-    sys.stderr.write(f"analysing {len(run_dirs)} run(s) on Spark ({master})...\n")
     # py4j logs a call broken by an interrupt with its traceback; the CLI says it in one line.
     logging.disable(logging.CRITICAL)
     try:
@@ -349,7 +354,7 @@ def _spark_analyses(run_dirs: list[Path], master: str) -> list[dict[str, Any]]:
 
     signal.signal(signal.SIGINT, interrupt)
     try:
-        return analyze_runs(spark, run_dirs)
+        return work(spark)
     except (Py4JError, PySparkException) as exc:
         if interrupted:
             raise KeyboardInterrupt from None
@@ -425,16 +430,28 @@ def _study(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from sim.sweep import plan_sweep, prepare_sweep_dir, progress_bar, run_sweep  # noqa: PLC0415
+    from sim.sweep import SweepTaskFailed, plan_sweep, prepare_sweep_dir, progress_bar, run_sweep  # noqa: PLC0415
 
     plan = plan_sweep(args.scenario, args.set, args.grid, args.seeds)
+    _check_master(args.master)
     prepare_sweep_dir(args.out)
     tty = sys.stderr.isatty()
     if tty:
         sys.stderr.write(
             f"sweeping {len(plan.configs)} configuration(s) x {plan.seeds} seed(s) on Spark ({args.master})...\n"
         )
-    outcome = run_sweep(plan, args.out, master=args.master, progress=progress_bar() if tty else None)
+    progress = progress_bar() if tty else None
+
+    def sweep(spark: Any) -> dict[str, Any]:
+        # The tables are a row per run: a cluster's default of 200 shuffle partitions only costs.
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+        return run_sweep(plan, args.out, spark=spark, progress=progress)
+
+    try:
+        outcome = _on_spark(args.master, sweep)
+    except SweepTaskFailed as exc:
+        sys.stderr.write(f"{chr(10) if tty else ''}kafkasim: {exc}\n")
+        return EXIT_FAILED
     if tty:
         sys.stderr.write("\n")
     for row in outcome["configs"]:
@@ -457,11 +474,13 @@ def _sweep_status(plan: Any, results: list[dict[str, Any]], out: Path) -> int:
     from sim.scenario import parse_scenario  # noqa: PLC0415
 
     status = 0
+    configs = {c.config_id: c for c in plan.configs}
     overrides = {c.config_id: c.overrides for c in plan.configs}
     for result in results:
         name = Path(result["run_dir"]).name
         if result["failure"]:
-            sys.stderr.write(f"kafkasim: {name}: {result['failure']} (details in {out}/runs/{name}/failure.txt)\n")
+            run = plan.describe_run(configs[result["config_id"]], result["seed"])
+            sys.stderr.write(f"kafkasim: {run}: {result['failure']} (details in {out}/runs/{name}/failure.txt)\n")
             status = max(status, EXIT_FAILED)
         if result["consumer_failures"]:
             scenario = parse_scenario(plan.text, plan.source, [*plan.sets, *overrides[result["config_id"]]])

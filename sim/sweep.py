@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shutil
 import sys
 import threading
@@ -31,6 +32,7 @@ __all__ = [
     "Config",
     "SweepError",
     "SweepPlan",
+    "SweepTaskFailed",
     "plan_sweep",
     "prepare_sweep_dir",
     "progress_bar",
@@ -48,6 +50,12 @@ SWEEP_FILES = ("sweep.json", "runs", "runs.parquet", "runs.csv", "configs.parque
 
 class SweepError(ScenarioError):
     """A mistake in a sweep's input (a grid, `--seeds`): one sentence, exit status 2."""
+
+
+class SweepTaskFailed(RuntimeError):
+    """A run's Spark task failed past `run_task` (its Python worker died, or something raised
+    that is not an `Exception`): one sentence naming the run, its settings and seed, and what
+    the executor reported."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +90,14 @@ class SweepPlan:
     def run_name(self, config: Config, seed: int) -> str:
         return f"{config.config_id}-seed{seed}"
 
+    def describe_run(self, config: Config, seed: int) -> str:
+        """A run's name with its settings and seed, as an error line names it."""
+        return f"{self.run_name(config, seed)} ({', '.join([*config.overrides, f'seed {seed}'])})"
+
+    def runs(self) -> list[tuple[Config, int]]:
+        """Every (configuration, seed), in the order of the tasks."""
+        return [(config, seed) for config in self.configs for seed in range(1, self.seeds + 1)]
+
     def tasks(self, out: Path) -> list[dict[str, Any]]:
         """One task per (configuration, seed): plain data, pickled to the workers."""
         runs = out.resolve() / "runs"
@@ -94,8 +110,7 @@ class SweepPlan:
                 "overrides": [*self.sets, *config.overrides, f"run.seed={seed}"],
                 "run_dir": str(runs / self.run_name(config, seed)),
             }
-            for config in self.configs
-            for seed in range(1, self.seeds + 1)
+            for config, seed in self.runs()
         ]
 
     def describe(self) -> dict[str, Any]:
@@ -280,7 +295,7 @@ def run_task(task: dict[str, Any]) -> dict[str, Any]:
     try:
         scenario = parse_scenario(task["text"], task["source"], task["overrides"])
         summary = run_scenario(scenario, Path(task["run_dir"]))
-    except Exception as exc:  # noqa: BLE001 - reported per run; a retry would fail the same way
+    except BaseException as exc:  # noqa: BLE001 - reported per run (a SystemExit too); a retry would fail the same way
         detail = traceback.format_exc()
         Path(task["run_dir"]).mkdir(parents=True, exist_ok=True)
         (Path(task["run_dir"]) / "failure.txt").write_text(detail, encoding="utf-8")
@@ -315,8 +330,43 @@ def run_sweep_tasks(
         sc.cancelAllJobs()
         raise
     if errors:
+        failed = _failed_task(errors[0], plan)
+        if failed is not None:
+            raise failed from None
         raise errors[0]
     return sorted(results, key=lambda r: (r["config_id"], r["seed"]))
+
+
+_FAILED_TASK = re.compile(r"Task (\d+) in stage \S+ failed")
+_LOST_TASK = re.compile(r"most recent failure: Lost task [^\n]*?\): (?:[\w.$]+: )?([^\n]*)")
+
+
+def _failed_task(exc: BaseException, plan: SweepPlan) -> SweepTaskFailed | None:
+    """The run whose task aborted the job, from Spark's message: task i is partition i, which
+    holds the i-th run of `plan.tasks`. None when the message names no task."""
+    text = str(exc)
+    found = _FAILED_TASK.search(text)
+    runs = plan.runs()
+    if found is None or int(found.group(1)) >= len(runs):
+        python = "PythonException: " in text or type(exc).__name__ == "PythonException"
+        return SweepTaskFailed(f"a Spark task failed: {_executor_error(text)}") if python else None
+    config, seed = runs[int(found.group(1))]
+    msg = f"run {plan.describe_run(config, seed)} failed in its Spark task: {_executor_error(text)}"
+    return SweepTaskFailed(msg)
+
+
+def _executor_error(text: str) -> str:
+    """What an executor reported, in one line: a Python exception's last line (its type and
+    message), else Spark's first sentence about the lost task (a worker that died)."""
+    python = text.partition("PythonException: ")[2] or text.partition("thrown from the Python worker:")[2]
+    if python:
+        lines = [line for line in python.split("\n\tat ")[0].splitlines() if line.strip()]
+        raised = [line for line in lines if not line[0].isspace()]
+        return (raised or lines)[-1].strip()
+    lost = _LOST_TASK.search(text)
+    if lost is None:
+        return text.strip().splitlines()[0] if text.strip() else "no message"
+    return lost.group(1).split(". ")[0].rstrip(".")
 
 
 def _summaries_written(tasks: list[dict[str, Any]]) -> int:

@@ -37,6 +37,12 @@ CONSUMER_EVENTS = (
     "fetch_position_set",
     "records_processed",
 )
+CONSUMER_COLUMNS = (
+    "run", "ln", "event", "node", "group_id", "member_id", "enable_auto_commit", "commit", "error", "reason",
+    "partitions", "topic", "partition", "leader_epoch", "first_offset", "end_offset", "source", "static",
+)
+"""What the rules read of a consumer's events: selected before anything else, so that a scan
+reads these columns only and nothing wider is sorted or kept."""
 NEVER = 1 << 62
 """A line number after every line: a hold that never ended."""
 
@@ -49,8 +55,8 @@ def _consumer_events(events: DataFrame) -> DataFrame:
     incarnation (since its last `consumer_started`) knows: group, auto-commit, whether
     `onPartitionsRevoked` commits, and its last commit's outcome. Events before a consumer's
     first start are dropped, as the simulator ignores them."""
-    own = events.where(F.col("event").isin(*CONSUMER_EVENTS))
-    crashes = events.where(F.col("event") == "node_crashed").withColumn("node", F.col("target"))
+    own = events.where(F.col("event").isin(*CONSUMER_EVENTS)).select(*CONSUMER_COLUMNS)
+    crashes = events.where(F.col("event") == "node_crashed").withColumn("node", F.col("target")).select(*CONSUMER_COLUMNS)
     nodes = own.where(F.col("event") == "consumer_started").select("run", "node").distinct()
     rows = own.unionByName(crashes.join(nodes, ["run", "node"], "left_semi"))
     by_node = Window.partitionBy("run", "node").orderBy("ln")

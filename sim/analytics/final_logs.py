@@ -89,7 +89,7 @@ def _emptied(events: DataFrame, replicas: DataFrame) -> DataFrame:
 
 def _authorities(events: DataFrame, leos: DataFrame) -> DataFrame:
     """Each partition's final log: (run, topic, partition) -> node and final LEO."""
-    last = Window.partitionBy(*REPLICA).orderBy(F.col("ln").desc())
+    # Each "last" is an aggregation by line number (`max_by`), not a window: no sort.
     roles = events.where(F.col("event").isin("replica_offsets_changed", "became_leader", "became_follower")).select(
         *REPLICA,
         "ln",
@@ -99,13 +99,13 @@ def _authorities(events: DataFrame, leos: DataFrame) -> DataFrame:
         .alias("role"),
         "leader_epoch",
     )
-    role = roles.withColumn("k", F.row_number().over(last)).where("k = 1").select(*REPLICA, "role", "leader_epoch")
-    leo = leos.withColumn("k", F.row_number().over(last)).where("k = 1").select(*REPLICA, "leo")
+    role = roles.groupBy(*REPLICA).agg(F.max_by(F.struct("role", "leader_epoch"), "ln").alias("r")).select(*REPLICA, "r.*")
+    leo = leos.groupBy(*REPLICA).agg(F.max_by("leo", "ln").alias("leo"))
     down = (
         events.where(F.col("event").isin("node_started", "node_crashed", "node_stopped"))
-        .select("run", F.col("target").alias("node"), "ln", "event")
-        .withColumn("k", F.row_number().over(Window.partitionBy("run", "node").orderBy(F.col("ln").desc())))
-        .where((F.col("k") == 1) & (F.col("event") != "node_started"))
+        .groupBy("run", F.col("target").alias("node"))
+        .agg(F.max_by("event", "ln").alias("event"))
+        .where(F.col("event") != "node_started")
         .select("run", "node", F.lit(True).alias("down"))
     )
     final = (
@@ -152,9 +152,9 @@ def _appends(events: DataFrame) -> DataFrame:
     named = (
         plain.join(acked, ["run", "node", "topic", "partition", "base_offset"])
         .where(F.col("ln") < F.col("acked_ln"))
-        .withColumn("k", F.row_number().over(Window.partitionBy("run", "producer", "batch").orderBy(F.col("ln").desc())))
-        .where("k = 1")
-        .select("run", "ln", "producer", "numbers")
+        .groupBy("run", "producer", "batch")
+        .agg(F.max_by(F.struct("ln", "numbers"), "ln").alias("a"))
+        .select("run", "a.ln", "producer", "a.numbers")
     )
     by_ack = plain.join(named, ["run", "ln"], "left")
     cols = ["run", "topic", "partition", "leader_epoch", "base_offset", "count", "producer", "numbers"]
@@ -169,31 +169,35 @@ def _appends(events: DataFrame) -> DataFrame:
 
 def lost_and_duplicated(events: DataFrame) -> DataFrame:
     """Per run: lost_acked, log_duplicates and log_unresolved (offsets whose record is unnamed)."""
-    leos = _log_end_offsets(events).localCheckpoint()
-    authority = _authorities(events, leos)
-    starts = _log_start_offsets(events, authority)
-    order = Window.partitionBy(*REPLICA).orderBy("ln")
-    growth = (
-        leos.withColumn("before", F.coalesce(F.lag("leo").over(order), F.lit(0)))
-        .where(F.col("leo") > F.col("before"))
-        .join(authority.select(*REPLICA, F.col("leo").alias("end")), REPLICA)
-        .join(starts, ["run", "topic", "partition"], "left")
+    leos = _log_end_offsets(events)
+    authority = _authorities(events, leos).localCheckpoint()
+    # The authority's LEO changes, newest first: the one before each (`lead`), and the lowest
+    # from it to the end of the run (a running `min`). A growth finally takes the offsets from
+    # the LEO before it up to that lowest LEO: no later change goes below them (every later
+    # growth starts at or above it), and every offset from it up was taken again later.
+    newest_first = Window.partitionBy(*REPLICA).orderBy(F.col("ln").desc())
+    since = newest_first.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    taken = (
+        leos.join(F.broadcast(authority.select(*REPLICA)), REPLICA, "left_semi")
+        .withColumn("before", F.coalesce(F.lead("leo").over(newest_first), F.lit(0)))
+        .withColumn("kept", F.min("leo").over(since))
+        .where(F.col("kept") > F.col("before"))
+        .select("run", "topic", "partition", "leader_epoch", F.explode(F.sequence("before", F.col("kept") - 1)).alias("offset"))
+        # Below the final log start offset a record was deleted by retention, not lost.
+        .join(_log_start_offsets(events, authority), ["run", "topic", "partition"], "left")
+        .where(F.col("offset") >= F.coalesce("start", F.lit(0)))
+        .drop("start")
     )
-    taken = growth.select(
-        "run", "topic", "partition", "ln", "leader_epoch", "end", "start",
-        F.explode(F.sequence("before", F.col("leo") - 1)).alias("offset"),
-    ).where((F.col("offset") < F.col("end")) & (F.col("offset") >= F.coalesce("start", F.lit(0))))
-    latest = taken.groupBy("run", "topic", "partition", "offset").agg(F.max(F.struct("ln", "leader_epoch")).alias("t"))
     writes = _appends(events).alias("w")
     final = (
-        latest.alias("l")
+        taken.alias("l")
         .join(
             writes,
             (F.col("l.run") == F.col("w.run"))
             & (F.col("l.topic") == F.col("w.topic"))
             & (F.col("l.partition") == F.col("w.partition"))
             & (F.col("l.offset") == F.col("w.offset"))
-            & (F.col("w.leader_epoch") <= F.col("l.t.leader_epoch")),
+            & (F.col("w.leader_epoch") <= F.col("l.leader_epoch")),
             "left",
         )
         .groupBy("l.run", "l.topic", "l.partition", "l.offset")

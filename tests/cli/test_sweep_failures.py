@@ -1,0 +1,88 @@
+"""`kafkasim sweep` when Spark fails under it: an unreachable master, Ctrl-C during the runs,
+a run whose Spark task dies. Each is one line and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_analyze import _closed_port, _one_line
+from tests.cli.test_cli import ROOT, kafkasim
+
+SCENARIO = ROOT / "tests" / "sweep" / "crash_group.toml"
+COMMIT = "consumers.1.auto.commit.interval.ms"
+
+# Loaded by every interpreter started with this directory on PYTHONPATH, Spark's Python workers
+# among them: the run of seed 2 kills its worker, as a crash of the interpreter would.
+CRASH_HOOK = """\
+import os
+import sim.runner
+
+_run = sim.runner.run_scenario
+
+def run_scenario(scenario, out_dir, **kwargs):
+    if scenario.seed == 2:
+        os._exit(3)
+    return _run(scenario, out_dir, **kwargs)
+
+sim.runner.run_scenario = run_scenario
+"""
+
+
+def test_an_unreachable_master_is_one_line_before_anything_is_written(tmp_path: Path) -> None:
+    master = f"spark://127.0.0.1:{_closed_port()}"
+    result = kafkasim("sweep", str(SCENARIO), "--seeds", "1", "--master", master, "--out", str(tmp_path / "s"))
+    assert _one_line(result, 1) == f"kafkasim: cannot reach the Spark master {master}: Connection refused"
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.spark
+def test_a_run_whose_spark_task_dies_is_named_with_its_settings_and_seed(tmp_path: Path) -> None:
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(CRASH_HOOK)
+    args = ["sweep", str(SCENARIO), "--seeds", "2", "--set", "run.duration.ms=2000", "--grid", f"{COMMIT}=1000"]
+    result = subprocess.run(
+        [sys.executable, "-m", "sim.cli", *args, "--master", "local[1]", "--out", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": f"{hook}{os.pathsep}{ROOT}"},
+        timeout=300,
+        check=False,
+    )
+    assert _one_line(result, 1) == (
+        f"kafkasim: run c1-seed2 ({COMMIT}=1000, seed 2) failed in its Spark task: "
+        "Python worker exited unexpectedly (crashed)"
+    )
+
+
+@pytest.mark.spark
+def test_ctrl_c_during_the_runs_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sim.cli", "sweep", str(SCENARIO), "--seeds", "2", "--set", "run.duration.ms=600000",
+         "--master", "local[2]", "--out", str(tmp_path / "s")],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    runs = tmp_path / "s" / "runs"
+    try:
+        # Interrupt once both runs have started (each writes its scenario.toml first).
+        for _ in range(1200):
+            if proc.poll() is not None or len(list(runs.glob("*/scenario.toml"))) == 2:  # noqa: PLR2004 - two seeds
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert _one_line(subprocess.CompletedProcess(proc.args, proc.returncode, "", stderr), 130) == "kafkasim: interrupted"
