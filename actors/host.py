@@ -96,6 +96,10 @@ class _RunWindow(NamedTuple):
     slot: int
 
 
+class _Snapshot(NamedTuple):
+    now_ms: int
+
+
 class Host(Protocol):
     """Runs one actor's windows, putting each result into the window's batch."""
 
@@ -103,7 +107,7 @@ class Host(Protocol):
         self, start_ms: int, end_ms: int, deliveries: list[Delivery], batch: Batch, slot: int
     ) -> None: ...
 
-    def snapshot(self) -> dict[str, Any]: ...
+    def snapshot(self, now_ms: int) -> dict[str, Any]: ...
 
     def stop(self) -> Any:
         """Begin stopping; returns something to `wait_stopped` on (or None)."""
@@ -134,8 +138,8 @@ class _PykkaActor(pykka.ThreadingActor):
                 result = exc
             message.batch.complete(message.slot, result)
             return None
-        if message == "snapshot":
-            return self._runtime.snapshot()
+        if isinstance(message, _Snapshot):
+            return self._runtime.snapshot(message.now_ms)
         return super().on_receive(message)
 
 
@@ -152,8 +156,8 @@ class PykkaHost:
     ) -> None:
         self._ref.tell(_RunWindow(start_ms, end_ms, deliveries, batch, slot))
 
-    def snapshot(self) -> dict[str, Any]:
-        return self._ref.ask("snapshot")
+    def snapshot(self, now_ms: int) -> dict[str, Any]:
+        return self._ref.ask(_Snapshot(now_ms))
 
     def stop(self) -> Any:
         return self._ref.stop(block=False) if self._ref.is_alive() else None
@@ -178,8 +182,8 @@ class DirectHost:
             result = exc
         batch.complete(slot, result)
 
-    def snapshot(self) -> dict[str, Any]:
-        return self._runtime.snapshot()
+    def snapshot(self, now_ms: int) -> dict[str, Any]:
+        return self._runtime.snapshot(now_ms)
 
     def stop(self) -> None:
         return None

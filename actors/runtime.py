@@ -164,7 +164,12 @@ class ActorRuntime:
         result.lines = self._log.take()
         return result
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self, now_ms: int) -> dict[str, Any]:
+        """The behaviour's state as of `now_ms` (the kernel's time, between windows): a
+        behaviour that defers work it can do silently (`settle`) does it first."""
+        settle = getattr(self.behavior, "settle", None)
+        if settle is not None:
+            settle(now_ms)
         return self.behavior.snapshot()
 
     def _deliver(self, delivery: Delivery) -> None:

@@ -187,7 +187,7 @@ class Kernel:
 
     def snapshot(self, address: Address) -> dict[str, Any]:
         """The actor's state as plain data (between windows only)."""
-        return self._hosts[address].snapshot()
+        return self._hosts[address].snapshot(self.now_ms)
 
     def emit(self, event: str, **fields: Any) -> None:
         """Log a fact of the simulation itself (node `sim`, actor `kernel`) at the current time."""
