@@ -129,21 +129,25 @@ def _next_request(
     if not fetching:
         return None, []
     on_fetch_epoch = b.config.profile.truncate_on_fetch
+    partitions, max_bytes = b.state.partitions, b.config.replica_fetch_max_bytes
+    wanted = []
+    for f in fetching:  # every partition of every follower fetch
+        log = partitions[f.tp].log
+        wanted.append(
+            FetchPartition(
+                f.tp.topic,
+                f.tp.partition,
+                log.log_end_offset,
+                log.latest_epoch if on_fetch_epoch else -1,
+                f.leader_epoch if fencing else -1,
+                max_bytes,
+            )
+        )
     return FetchRequest(
         replica_id=me,
         max_wait_ms=b.config.replica_fetch_wait_max_ms,
         min_bytes=b.config.replica_fetch_min_bytes,
-        partitions=tuple(
-            FetchPartition(
-                f.tp.topic,
-                f.tp.partition,
-                b.state.partitions[f.tp].log.log_end_offset,
-                b.state.partitions[f.tp].log.latest_epoch if on_fetch_epoch else -1,
-                f.leader_epoch if fencing else -1,
-                b.config.replica_fetch_max_bytes,
-            )
-            for f in fetching
-        ),
+        partitions=tuple(wanted),
         session_epoch=session_epoch if b.config.profile.incremental_fetch_sessions else 0,
     ), fetching
 
