@@ -24,6 +24,7 @@ done. Nothing the simulation can see depends on it.
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from typing import Any, NamedTuple, Protocol
 
@@ -57,23 +58,23 @@ class SingleCpu:
 
 
 class Batch:
-    """The results of one window, one slot per busy actor; `wait()` returns when all are in."""
+    """The results of one window, one slot per busy actor; `wait()` returns when all are in.
 
-    __slots__ = ("_done", "_lock", "_remaining", "results")
+    The kernel blocks on a bare lock that the last result releases: one acquire and one release
+    per window, where an `Event` runs a condition variable's Python code on both sides."""
+
+    __slots__ = ("_all_in", "_lock", "_remaining", "results")
 
     def __init__(self, size: int) -> None:
         self._lock = threading.Lock()
-        self._done = threading.Event()
+        self._all_in = threading.Lock()
+        self._all_in.acquire()  # held except between the last result and `wait()` taking it back
         self.reset(size)
 
     def reset(self, size: int) -> None:
         """Make ready for a window of `size` slots (only once every slot of the last is in)."""
         self.results: list[WindowResult | BaseException | None] = [None] * size
         self._remaining = size
-        if size == 0:
-            self._done.set()
-        else:
-            self._done.clear()
 
     def complete(self, slot: int, result: WindowResult | BaseException) -> None:
         self.results[slot] = result
@@ -81,10 +82,11 @@ class Batch:
             self._remaining -= 1
             last = self._remaining == 0
         if last:
-            self._done.set()
+            self._all_in.release()
 
     def wait(self) -> list[WindowResult | BaseException | None]:
-        self._done.wait()
+        if self.results:
+            self._all_in.acquire()  # returns once the last result released it; held again
         return self.results
 
 
@@ -123,6 +125,12 @@ def wait_stopped(pending: list[Any]) -> None:
 
 class _PykkaActor(pykka.ThreadingActor):
     use_daemon_thread = True
+
+    @staticmethod
+    def _create_actor_inbox() -> queue.SimpleQueue[Any]:
+        """The inbox as the C `SimpleQueue` (put, get and empty are all Pykka uses): a window's
+        hand-off no longer runs `queue.Queue`'s condition variables in Python on both sides."""
+        return queue.SimpleQueue()
 
     def __init__(self, runtime: ActorRuntime) -> None:
         super().__init__()
