@@ -80,7 +80,8 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
         out.reply(inbound, FetchResponse(_session_answers(b, req, reads)))
         return
     op = DelayedFetch(b.state.new_id(), inbound, req, ctx.now_ms + req.max_wait_ms)
-    b.state.delayed_fetches.add(op.id, op, (TopicPartition(fp.topic, fp.partition) for fp in req.partitions))
+    # Plain (topic, partition) tuples: equal to the TopicPartition keys, without building one each.
+    b.state.delayed_fetches.add(op.id, op, [(fp.topic, fp.partition) for fp in req.partitions])  # type: ignore[misc]
     out.set_timer(f"fetch:{op.id}", req.max_wait_ms)
 
 
