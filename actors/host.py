@@ -102,6 +102,10 @@ class _Snapshot(NamedTuple):
     now_ms: int
 
 
+class _Pausing(NamedTuple):
+    now_ms: int
+
+
 class Host(Protocol):
     """Runs one actor's windows, putting each result into the window's batch."""
 
@@ -110,6 +114,10 @@ class Host(Protocol):
     ) -> None: ...
 
     def snapshot(self, now_ms: int) -> dict[str, Any]: ...
+
+    def pausing(self, now_ms: int) -> int | None:
+        """The node is paused from `now_ms`: `ActorRuntime.pausing`, between windows."""
+        ...
 
     def stop(self) -> Any:
         """Begin stopping; returns something to `wait_stopped` on (or None)."""
@@ -148,6 +156,8 @@ class _PykkaActor(pykka.ThreadingActor):
             return None
         if isinstance(message, _Snapshot):
             return self._runtime.snapshot(message.now_ms)
+        if isinstance(message, _Pausing):
+            return self._runtime.pausing(message.now_ms)
         return super().on_receive(message)
 
 
@@ -166,6 +176,9 @@ class PykkaHost:
 
     def snapshot(self, now_ms: int) -> dict[str, Any]:
         return self._ref.ask(_Snapshot(now_ms))
+
+    def pausing(self, now_ms: int) -> int | None:
+        return self._ref.ask(_Pausing(now_ms))
 
     def stop(self) -> Any:
         return self._ref.stop(block=False) if self._ref.is_alive() else None
@@ -192,6 +205,9 @@ class DirectHost:
 
     def snapshot(self, now_ms: int) -> dict[str, Any]:
         return self._runtime.snapshot(now_ms)
+
+    def pausing(self, now_ms: int) -> int | None:
+        return self._runtime.pausing(now_ms)
 
     def stop(self) -> None:
         return None

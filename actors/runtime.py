@@ -176,6 +176,15 @@ class ActorRuntime:
         result.lines = self._log.take()
         return result
 
+    def pausing(self, now_ms: int) -> int | None:
+        """The node is paused from `now_ms` (between windows): a behaviour that defers work
+        (`pausing`) brings it up to date and may set timers; returns the next timer's time."""
+        pausing = getattr(self.behavior, "pausing", None)
+        if pausing is not None:
+            self.now_ms = max(self.now_ms, now_ms)
+            self._apply(pausing(now_ms))
+        return self.next_timer_ms
+
     def snapshot(self, now_ms: int) -> dict[str, Any]:
         """The behaviour's state as of `now_ms` (the kernel's time, between windows): a
         behaviour that defers work it can do silently (`settle`) does it first."""

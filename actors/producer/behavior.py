@@ -290,6 +290,17 @@ class Producer:
         self._fold(out)
         return out
 
+    def pausing(self, now_ms: int) -> Out:
+        """The node stops the world from `now_ms`: the folded ticks before it ran; the next tick
+        goes back on the `generate` timer, which fires when the node resumes, as every tick's
+        timer would (ticks slept through collapse into that one, whose records are made then)."""
+        out = _Commands(now_ms, self.state.timers_due)
+        self.settle(now_ms)
+        at = self.state.next_tick_ms
+        if at is not None and self.state.timers_due.get("generate") != at:
+            out.set_timer("generate", at - now_ms)
+        return out
+
     def settle(self, now_ms: int) -> None:
         """Run the folded ticks before `now_ms` (they change nothing but the producer's state),
         so that a snapshot taken between windows counts every record made by then."""
@@ -317,7 +328,7 @@ class Producer:
     def _generate(self, out: Out) -> None:
         """A tick of the application: hand `records.per.interval` records to `send()`."""
         state = self.state
-        if state.next_tick_ms != self.now_ms:
+        if state.next_tick_ms is None or state.next_tick_ms > self.now_ms:
             return  # the tick already ran, folded (a unit test driving ticks by hand)
         self._tick(out)
         if state.next_tick_ms is not None:
@@ -355,8 +366,8 @@ class Producer:
         """Start a handler at `ctx.now_ms`: run the folded ticks that come before it."""
         out = _Commands(ctx.now_ms, self.state.timers_due)
         if timer == "generate":
-            self.state.timers_due.pop(timer, None)
-            self._catch_up(ctx.now_ms - 1, None)  # the tick due now is this handler's own
+            due = self.state.timers_due.pop(timer, ctx.now_ms)  # before now after a pause
+            self._catch_up(min(due, ctx.now_ms) - 1, None)  # the tick it was set for is this one
         else:
             if timer is not None:
                 self.state.timers_due.pop(timer, None)

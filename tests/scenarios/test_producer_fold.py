@@ -49,6 +49,7 @@ PRODUCERS = {
     "bursts": ('"interval.ms" = 2\n"records.per.interval" = 3\n"burst.ms" = 40\n"pause.ms" = 25', "3.9"),
     "sticky_one_in_flight": ('"interval.ms" = 1\n"max.in.flight.requests.per.connection" = 1', "2.8"),
     "round_robin": ('"interval.ms" = 1', "2.3"),
+    "paused": ('"interval.ms" = 1\n[[faults]]\nkind = "pause"\nnode = "producer-1"\n"at.ms" = 1500\n"duration.ms" = 700', "3.9"),
 }
 
 
@@ -58,8 +59,9 @@ SENT = {
     "bursts": [2328, 4620, 6000],
     "sticky_one_in_flight": [2501, 5003, 6000],
     "round_robin": [2501, 5003, 6000],
+    "paused": [1801, 4303, 6000],
 }
-"""Records made before each stop: one a millisecond from 0 (three every 2 ms in bursts)."""
+"""Records made before each stop: one a millisecond from 0 (three every 2 ms in bursts); a\nproducer paused for 700 ms makes one record when it resumes, for the ticks it slept through."""
 
 
 def _run(text: str, *, fold: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int, list[dict[str, Any]]]:
