@@ -192,21 +192,25 @@ def _fetch_can_complete(b: Broker, op: DelayedFetch) -> bool:
     the end (truncation), a diverging epoch, or enough bytes."""
     readable = 0
     partitions = b.state.partitions
-    for fp in op.request.partitions:
+    follower = op.is_follower
+    divergence = follower and b.config.profile.truncate_on_fetch
+    for fp in op.request.partitions:  # every partition of every parked fetch, at every append
         partition = partitions.get((fp.topic, fp.partition))  # type: ignore[call-overload]
         if partition is None or partition.role is not Role.LEADER:
             return True
-        if _check_leader_epoch(b, partition, fp.current_leader_epoch) is not ErrorCode.NONE:
+        epoch = fp.current_leader_epoch
+        if epoch >= 0 and epoch != partition.leader_epoch and _check_leader_epoch(b, partition, epoch) is not ErrorCode.NONE:
             return True
         log = partition.log
-        end = log.log_end_offset if op.is_follower else log.high_watermark
+        end = log.log_end_offset if follower else log.high_watermark
         if fp.fetch_offset > end:
             return True
-        if op.is_follower and b.config.profile.truncate_on_fetch and _diverging_epoch(log, fp) is not None:
+        if divergence and fp.last_fetched_epoch >= 0 and _diverging_epoch(log, fp) is not None:
             return True
-        readable += log.bytes_between(fp.fetch_offset, end)
-        if readable >= op.request.min_bytes:
-            return True  # Kafka sums every partition first; the answer is the same
+        if fp.fetch_offset < end:
+            readable += log.bytes_between(fp.fetch_offset, end)
+            if readable >= op.request.min_bytes:
+                return True  # Kafka sums every partition first; the answer is the same
     return readable >= op.request.min_bytes
 
 

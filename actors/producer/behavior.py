@@ -227,6 +227,8 @@ class Producer:
         )
         self.idempotence = Idempotence(epoch_bump=config.epoch_bump) if config.idempotence else None
         self.partitioner: Partitioner | None = None
+        self._available: tuple[int, ...] | None = None
+        """`_available_partitions`, while the leaders stay (recomputed after a metadata answer)."""
         self._last_ready: Ready | None = None
         """The sender's last readiness check in this handler (None if it made none)."""
         self._sender_wake_ms: int | None = None
@@ -464,9 +466,12 @@ class Producer:
         if new_batch:
             out.emit("batch_created", topic=cfg.topic, partition=partition, producer=cfg.name, batch=batch.id, first_record=number)
 
-    def _available_partitions(self) -> list[int]:
+    def _available_partitions(self) -> tuple[int, ...]:
+        """The partitions with a known leader, kept until a metadata answer changes leaders."""
         leaders = self.state.leaders
-        return [p for p in range(self.config.partitions) if leaders.get(p, -1) >= 0]
+        if self._available is None:
+            self._available = tuple(p for p in range(self.config.partitions) if leaders.get(p, -1) >= 0)
+        return self._available
 
     # ------------------------------------------------------------------ the sender
 
@@ -792,6 +797,7 @@ class Producer:
         for p in resp.partitions:
             if p.partition >= 0:
                 state.leaders[p.partition] = p.leader
+        self._available = None
         leaderless = any(state.leaders.get(p, -1) < 0 for p in range(self.config.partitions))
         out.set_timer("metadata", self.config.retry_backoff_ms if leaderless else self.config.metadata_max_age_ms)
 
