@@ -24,6 +24,7 @@ done. Nothing the simulation can see depends on it.
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from typing import Any, NamedTuple, Protocol
 
@@ -57,23 +58,23 @@ class SingleCpu:
 
 
 class Batch:
-    """The results of one window, one slot per busy actor; `wait()` returns when all are in."""
+    """The results of one window, one slot per busy actor; `wait()` returns when all are in.
 
-    __slots__ = ("_done", "_lock", "_remaining", "results")
+    The kernel blocks on a bare lock that the last result releases: one acquire and one release
+    per window, where an `Event` runs a condition variable's Python code on both sides."""
+
+    __slots__ = ("_all_in", "_lock", "_remaining", "results")
 
     def __init__(self, size: int) -> None:
         self._lock = threading.Lock()
-        self._done = threading.Event()
+        self._all_in = threading.Lock()
+        self._all_in.acquire()  # held except between the last result and `wait()` taking it back
         self.reset(size)
 
     def reset(self, size: int) -> None:
         """Make ready for a window of `size` slots (only once every slot of the last is in)."""
         self.results: list[WindowResult | BaseException | None] = [None] * size
         self._remaining = size
-        if size == 0:
-            self._done.set()
-        else:
-            self._done.clear()
 
     def complete(self, slot: int, result: WindowResult | BaseException) -> None:
         self.results[slot] = result
@@ -81,10 +82,11 @@ class Batch:
             self._remaining -= 1
             last = self._remaining == 0
         if last:
-            self._done.set()
+            self._all_in.release()
 
     def wait(self) -> list[WindowResult | BaseException | None]:
-        self._done.wait()
+        if self.results:
+            self._all_in.acquire()  # returns once the last result released it; held again
         return self.results
 
 
@@ -96,6 +98,14 @@ class _RunWindow(NamedTuple):
     slot: int
 
 
+class _Snapshot(NamedTuple):
+    now_ms: int
+
+
+class _Pausing(NamedTuple):
+    now_ms: int
+
+
 class Host(Protocol):
     """Runs one actor's windows, putting each result into the window's batch."""
 
@@ -103,7 +113,11 @@ class Host(Protocol):
         self, start_ms: int, end_ms: int, deliveries: list[Delivery], batch: Batch, slot: int
     ) -> None: ...
 
-    def snapshot(self) -> dict[str, Any]: ...
+    def snapshot(self, now_ms: int) -> dict[str, Any]: ...
+
+    def pausing(self, now_ms: int) -> int | None:
+        """The node is paused from `now_ms`: `ActorRuntime.pausing`, between windows."""
+        ...
 
     def stop(self) -> Any:
         """Begin stopping; returns something to `wait_stopped` on (or None)."""
@@ -120,6 +134,12 @@ def wait_stopped(pending: list[Any]) -> None:
 class _PykkaActor(pykka.ThreadingActor):
     use_daemon_thread = True
 
+    @staticmethod
+    def _create_actor_inbox() -> queue.SimpleQueue[Any]:
+        """The inbox as the C `SimpleQueue` (put, get and empty are all Pykka uses): a window's
+        hand-off no longer runs `queue.Queue`'s condition variables in Python on both sides."""
+        return queue.SimpleQueue()
+
     def __init__(self, runtime: ActorRuntime) -> None:
         super().__init__()
         self._runtime = runtime
@@ -134,8 +154,10 @@ class _PykkaActor(pykka.ThreadingActor):
                 result = exc
             message.batch.complete(message.slot, result)
             return None
-        if message == "snapshot":
-            return self._runtime.snapshot()
+        if isinstance(message, _Snapshot):
+            return self._runtime.snapshot(message.now_ms)
+        if isinstance(message, _Pausing):
+            return self._runtime.pausing(message.now_ms)
         return super().on_receive(message)
 
 
@@ -152,8 +174,11 @@ class PykkaHost:
     ) -> None:
         self._ref.tell(_RunWindow(start_ms, end_ms, deliveries, batch, slot))
 
-    def snapshot(self) -> dict[str, Any]:
-        return self._ref.ask("snapshot")
+    def snapshot(self, now_ms: int) -> dict[str, Any]:
+        return self._ref.ask(_Snapshot(now_ms))
+
+    def pausing(self, now_ms: int) -> int | None:
+        return self._ref.ask(_Pausing(now_ms))
 
     def stop(self) -> Any:
         return self._ref.stop(block=False) if self._ref.is_alive() else None
@@ -178,8 +203,11 @@ class DirectHost:
             result = exc
         batch.complete(slot, result)
 
-    def snapshot(self) -> dict[str, Any]:
-        return self._runtime.snapshot()
+    def snapshot(self, now_ms: int) -> dict[str, Any]:
+        return self._runtime.snapshot(now_ms)
+
+    def pausing(self, now_ms: int) -> int | None:
+        return self._runtime.pausing(now_ms)
 
     def stop(self) -> None:
         return None

@@ -47,6 +47,9 @@ __all__ = ["ActorRuntime", "Delivery", "HandlerError", "OutboundFrame", "WindowR
 
 _DISK_COMMANDS = frozenset({Append, Truncate, DeleteHead, WriteFile, Flush})
 
+_START, _TIMER, _MESSAGE = "start", "timer", "message"
+"""What a handler was called for; described only if it fails (`_what`)."""
+
 COMPACT_TIMERS_ABOVE = 1024
 """Dead timer entries tolerated beyond the live ones before the heap is rebuilt."""
 
@@ -99,6 +102,15 @@ class HandlerError(Exception):
         self.partial = partial
 
 
+def _what(kind: str, args: tuple[Any, ...]) -> str:
+    """The event a failed handler was handling: `start`, `timer 'key'` or the message's type."""
+    if kind == _TIMER:
+        return f"timer {args[0]!r}"
+    if kind == _MESSAGE:
+        return type(args[0].message).__name__
+    return kind
+
+
 class ActorRuntime:
     """One behaviour, its timers and its clock. Not thread-safe: one caller at a time."""
 
@@ -142,7 +154,7 @@ class ActorRuntime:
         self.now_ms = max(self.now_ms, start_ms)
         if self._start_pending:
             self._start_pending = False
-            self._handle("start", self.behavior.on_start)
+            self._handle(_START, self.behavior.on_start)
         i = 0
         while True:
             self._drop_dead_timers()
@@ -155,7 +167,7 @@ class ActorRuntime:
                 del self._live_timers[key]
                 self.now_ms = max(self.now_ms, due)
                 self._result.timers += 1
-                self._handle(f"timer {key!r}", self.behavior.on_timer, key)
+                self._handle(_TIMER, self.behavior.on_timer, key)
             else:
                 delivery = deliveries[i]
                 i += 1
@@ -166,7 +178,21 @@ class ActorRuntime:
         result.lines = self._log.take()
         return result
 
-    def snapshot(self) -> dict[str, Any]:
+    def pausing(self, now_ms: int) -> int | None:
+        """The node is paused from `now_ms` (between windows): a behaviour that defers work
+        (`pausing`) brings it up to date and may set timers; returns the next timer's time."""
+        pausing = getattr(self.behavior, "pausing", None)
+        if pausing is not None:
+            self.now_ms = max(self.now_ms, now_ms)
+            self._apply(pausing(now_ms))
+        return self.next_timer_ms
+
+    def snapshot(self, now_ms: int) -> dict[str, Any]:
+        """The behaviour's state as of `now_ms` (the kernel's time, between windows): a
+        behaviour that defers work it can do silently (`settle`) does it first."""
+        settle = getattr(self.behavior, "settle", None)
+        if settle is not None:
+            settle(now_ms)
         return self.behavior.snapshot()
 
     def _deliver(self, delivery: Delivery) -> None:
@@ -184,9 +210,9 @@ class ActorRuntime:
             )
             return
         inbound = Inbound(delivery.src, frame.message, frame.correlation_id, frame.version)
-        self._handle(type(frame.message).__name__, self.behavior.on_message, inbound)
+        self._handle(_MESSAGE, self.behavior.on_message, inbound)
 
-    def _handle(self, what: str, handler: Callable[..., Out], *args: Any) -> None:
+    def _handle(self, kind: str, handler: Callable[..., Out], *args: Any) -> None:
         self._ctx.now_ms = self.now_ms
         try:
             out = handler(self._ctx, *args)
@@ -194,7 +220,7 @@ class ActorRuntime:
         except Exception as exc:
             self._result.lines = self._log.take()
             detail = "".join(traceback.format_exception_only(exc)).strip()
-            raise HandlerError(self.address, self.now_ms, what, detail, self._result) from exc
+            raise HandlerError(self.address, self.now_ms, _what(kind, args), detail, self._result) from exc
 
     def _apply(self, out: Out) -> None:
         # Tested by exact type, the commonest first: this runs for every command of every event.

@@ -207,6 +207,7 @@ def std_figures(overrides: tuple[str, ...] = ()) -> dict[str, Any]:
             cpus.append(time.process_time() - cpu_started)
         kernel = cluster.kernel
         deliveries, events, digest = kernel.delivered, kernel.event_log.count, kernel.event_log.digest
+        windows = kernel.windows
         violations = len(kernel.invariant_violations)
         producer = cluster.state("producer-1", "producer")
         summary = cluster.groups.summary()
@@ -221,6 +222,7 @@ def std_figures(overrides: tuple[str, ...] = ()) -> dict[str, Any]:
         "events": events,
         "us_per_delivery": round(per_delivery, 2),
         "events_per_delivery": round(events / deliveries, 3),
+        "windows": windows,
         "segment_s": segment / 1000,
         "wall_per_segment_s": [round(w, 3) for w in walls],
         "minute5_vs_minute1": round(walls[4] / walls[0], 3),

@@ -187,7 +187,7 @@ class Kernel:
 
     def snapshot(self, address: Address) -> dict[str, Any]:
         """The actor's state as plain data (between windows only)."""
-        return self._hosts[address].snapshot()
+        return self._hosts[address].snapshot(self.now_ms)
 
     def emit(self, event: str, **fields: Any) -> None:
         """Log a fact of the simulation itself (node `sim`, actor `kernel`) at the current time."""
@@ -275,6 +275,9 @@ class Kernel:
         if not state.up:
             return
         state.paused_until = max(state.paused_until, self.now_ms + duration_ms)
+        for spec in state.spec.actors:  # what an actor deferred happened before the pause
+            address = Address(node, spec.name)
+            self._set_next_timer(address, self._hosts[address].pausing(self.now_ms))
         self._kernel_emit(self.now_ms, "node_paused", target=node, until_ms=state.paused_until)
         incarnation, until = state.incarnation, state.paused_until
 

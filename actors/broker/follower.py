@@ -138,21 +138,22 @@ def _next_request(
     if not fetching:
         return None, []
     on_fetch_epoch = b.config.profile.truncate_on_fetch
+    partitions, max_bytes = b.state.partitions, b.config.replica_fetch_max_bytes
+    wanted = []
+    for f in fetching:  # every partition of every follower fetch; most ask what they last asked
+        log = partitions[f.tp].log
+        last = f.last_fetch
+        end, epoch = log.log_end_offset, log.latest_epoch if on_fetch_epoch else -1
+        if last is None or last.fetch_offset != end or last.last_fetched_epoch != epoch:
+            last = f.last_fetch = FetchPartition(
+                f.tp.topic, f.tp.partition, end, epoch, f.leader_epoch if fencing else -1, max_bytes
+            )
+        wanted.append(last)
     return FetchRequest(
         replica_id=me,
         max_wait_ms=b.config.replica_fetch_wait_max_ms,
         min_bytes=b.config.replica_fetch_min_bytes,
-        partitions=tuple(
-            FetchPartition(
-                f.tp.topic,
-                f.tp.partition,
-                b.state.partitions[f.tp].log.log_end_offset,
-                b.state.partitions[f.tp].log.latest_epoch if on_fetch_epoch else -1,
-                f.leader_epoch if fencing else -1,
-                b.config.replica_fetch_max_bytes,
-            )
-            for f in fetching
-        ),
+        partitions=tuple(wanted),
         session_epoch=session_epoch if b.config.profile.incremental_fetch_sessions else 0,
     ), fetching
 

@@ -12,7 +12,7 @@ Left out: transactions and the LSO.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from actors.broker import produce
 from actors.broker.config import controller_address
@@ -39,6 +39,7 @@ from protocols.replication import (
     ListOffsetsResponse,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
+    RecordBatch,
 )
 from protocols.types import TopicPartition
 
@@ -64,57 +65,67 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
     readable = 0
     immediate = req.max_wait_ms <= 0 or not req.partitions
     replica = req.replica_id
-    answers = []
+    reads = []
     for fp in req.partitions:
-        answer, read_from = _read_partition(b, fp, replica)
-        answers.append(answer)
-        if read_from is None:  # an error or a diverging epoch
+        read = _read_partition(b, fp, replica)
+        reads.append(read)
+        if read.partition is None:  # an error or a diverging epoch
             immediate = True
             continue
-        for batch in answer.records:
+        for batch in read.records:
             readable += batch.size_bytes
         if replica >= 0:
-            _follower_fetched(b, ctx, out, read_from, fp, replica)
+            _follower_fetched(b, ctx, out, read.partition, fp, replica)
     if immediate or readable >= req.min_bytes:
-        out.reply(inbound, FetchResponse(_session_answers(b, req, answers)))
+        out.reply(inbound, FetchResponse(_session_answers(b, req, reads)))
         return
     op = DelayedFetch(b.state.new_id(), inbound, req, ctx.now_ms + req.max_wait_ms)
-    b.state.delayed_fetches.add(op.id, op, (TopicPartition(fp.topic, fp.partition) for fp in req.partitions))
+    # Plain (topic, partition) tuples: equal to the TopicPartition keys, without building one each.
+    b.state.delayed_fetches.add(op.id, op, [(fp.topic, fp.partition) for fp in req.partitions])  # type: ignore[misc]
     out.set_timer(f"fetch:{op.id}", req.max_wait_ms)
 
 
-def _read_partition(
-    b: Broker, fp: FetchPartition, replica_id: int
-) -> tuple[FetchedPartition, Partition | None]:
-    """`readFromLocalLog` for one partition: the answer, and the partition it was read from
-    (None after an error or a diverging epoch). Called for every partition of every fetch."""
+class _Read(NamedTuple):
+    """What reading one partition found: a `FetchedPartition`'s fields, made into one only if
+    the answer carries it (an incremental session leaves out most, a parked fetch all)."""
+
+    error_code: ErrorCode
+    high_watermark: int
+    records: tuple[RecordBatch, ...] = ()
+    diverging_epoch: EpochEndOffset | None = None
+    partition: Partition | None = None
+    """Where it was read from; None after an error or a diverging epoch."""
+    log_start_offset: int = 0
+
+
+def _read_partition(b: Broker, fp: FetchPartition, replica_id: int) -> _Read:
+    """`readFromLocalLog` for one partition. Called for every partition of every fetch, so the
+    common case (the leader, the current epoch, the follower on the leader's last epoch) is
+    tested inline, in the order of the checks it stands for."""
     # A TopicPartition is a tuple: the plain tuple finds it without building one per partition.
     partition = b.state.partitions.get((fp.topic, fp.partition))  # type: ignore[call-overload]
     if partition is None:
-        return _error(fp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
+        return _Read(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)
     if partition.role is not Role.LEADER:
-        return _error(fp, ErrorCode.NOT_LEADER_OR_FOLLOWER), None
-    fenced = _check_leader_epoch(b, partition, fp.current_leader_epoch)
-    if fenced is not ErrorCode.NONE:
-        return _error(fp, fenced), None
+        return _Read(ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+    if fp.current_leader_epoch >= 0 and fp.current_leader_epoch != partition.leader_epoch:
+        fenced = _check_leader_epoch(b, partition, fp.current_leader_epoch)
+        if fenced is not ErrorCode.NONE:
+            return _Read(fenced, -1)
     log = partition.log
     hw = log.high_watermark
     end = log.log_end_offset
-    if replica_id >= 0 and b.config.profile.truncate_on_fetch:
+    offset = fp.fetch_offset
+    if replica_id >= 0 and fp.last_fetched_epoch >= 0 and b.config.profile.truncate_on_fetch:
         diverging = _diverging_epoch(log, fp)
         if diverging is not None:
-            return FetchedPartition(fp.topic, fp.partition, ErrorCode.NONE, hw, (), diverging), None
-    if fp.fetch_offset > end or fp.fetch_offset < log.log_start_offset:
-        return _error(fp, ErrorCode.OFFSET_OUT_OF_RANGE, hw), None
+            return _Read(ErrorCode.NONE, hw, (), diverging)
+    if offset > end or offset < log.log_start_offset:
+        return _Read(ErrorCode.OFFSET_OUT_OF_RANGE, hw)
     # Followers read to the LEO; consumers (read_uncommitted) to the HW.
     bound = end if replica_id >= 0 else hw
-    batches = log.read(fp.fetch_offset, bound, fp.partition_max_bytes)
-    answer = FetchedPartition(fp.topic, fp.partition, ErrorCode.NONE, hw, batches, None, log.log_start_offset)
-    return answer, partition
-
-
-def _error(fp: FetchPartition, code: ErrorCode, hw: int = -1) -> FetchedPartition:
-    return FetchedPartition(fp.topic, fp.partition, code, hw)
+    batches = log.read(offset, bound, fp.partition_max_bytes) if offset < bound else ()
+    return _Read(ErrorCode.NONE, hw, batches, None, partition, log.log_start_offset)
 
 
 def _diverging_epoch(log: PartitionLog, fp: FetchPartition) -> EpochEndOffset | None:
@@ -150,7 +161,8 @@ def _follower_fetched(
     if replica not in partition.replicas:
         return
     moved = partition.record_follower_fetch(replica, fp.fetch_offset, ctx.now_ms)
-    _maybe_expand_isr(b, ctx, out, partition, replica)
+    if replica not in partition.isr:  # the test `_maybe_expand_isr` starts with, done here
+        _maybe_expand_isr(b, ctx, out, partition, replica)
     if moved:
         b.after_leader_change(ctx, out, partition, leo_changed=False)
 
@@ -182,21 +194,25 @@ def _fetch_can_complete(b: Broker, op: DelayedFetch) -> bool:
     bytes."""
     readable = 0
     partitions = b.state.partitions
-    for fp in op.request.partitions:
+    follower = op.is_follower
+    divergence = follower and b.config.profile.truncate_on_fetch
+    for fp in op.request.partitions:  # every partition of every parked fetch, at every append
         partition = partitions.get((fp.topic, fp.partition))  # type: ignore[call-overload]
         if partition is None or partition.role is not Role.LEADER:
             return True
-        if _check_leader_epoch(b, partition, fp.current_leader_epoch) is not ErrorCode.NONE:
+        epoch = fp.current_leader_epoch
+        if epoch >= 0 and epoch != partition.leader_epoch and _check_leader_epoch(b, partition, epoch) is not ErrorCode.NONE:
             return True
         log = partition.log
-        end = log.log_end_offset if op.is_follower else log.high_watermark
+        end = log.log_end_offset if follower else log.high_watermark
         if fp.fetch_offset > end or fp.fetch_offset < log.log_start_offset:
             return True
-        if op.is_follower and b.config.profile.truncate_on_fetch and _diverging_epoch(log, fp) is not None:
+        if divergence and fp.last_fetched_epoch >= 0 and _diverging_epoch(log, fp) is not None:
             return True
-        readable += log.bytes_between(fp.fetch_offset, end)
-        if readable >= op.request.min_bytes:
-            return True  # Kafka sums every partition first; the answer is the same
+        if fp.fetch_offset < end:
+            readable += log.bytes_between(fp.fetch_offset, end)
+            if readable >= op.request.min_bytes:
+                return True  # Kafka sums every partition first; the answer is the same
     return readable >= op.request.min_bytes
 
 
@@ -205,38 +221,45 @@ def complete_fetch(b: Broker, out: Out, op_id: int) -> None:
     op = b.state.delayed_fetches.pop(op_id)
     if op is None:
         return
-    answers = [_read_partition(b, fp, op.request.replica_id)[0] for fp in op.request.partitions]
-    out.reply(op.inbound, FetchResponse(_session_answers(b, op.request, answers)))
+    reads = [_read_partition(b, fp, op.request.replica_id) for fp in op.request.partitions]
+    out.reply(op.inbound, FetchResponse(_session_answers(b, op.request, reads)))
 
 
-def _session_answers(
-    b: Broker, req: FetchRequest, answers: list[FetchedPartition]
-) -> tuple[FetchedPartition, ...]:
+def _session_answers(b: Broker, req: FetchRequest, reads: list[_Read]) -> tuple[FetchedPartition, ...]:
     """KIP-227's `IncrementalFetchContext`: a follower's request in a session it opened earlier
     is answered with only the partitions that carry records, an error, a diverging epoch or a
     HW other than the one last sent in the session (`CachedPartition.maybeUpdateResponseData`).
     Epoch 0, a consumer, or a session this leader does not hold (it restarted) get every
     partition."""
+    pairs = zip(req.partitions, reads, strict=True)
     if req.replica_id < 0:
-        return tuple(answers)
+        return tuple(_answer(fp, read) for fp, read in pairs)
     sessions = b.state.fetch_sessions
     previous = sessions.get(req.replica_id) if req.session_epoch > 0 else None
+    # Keyed by plain (topic, partition) tuples, equal to the TopicPartition they stand for.
     sent: dict[TopicPartition, int] = {}
     kept = []
-    for answer in answers:
-        tp = TopicPartition(answer.topic, answer.partition)
-        hw = answer.high_watermark if answer.error_code is ErrorCode.NONE else -1
-        sent[tp] = hw
+    none = ErrorCode.NONE
+    for fp, read in pairs:
+        tp = (fp.topic, fp.partition)
+        hw = read.high_watermark if read.error_code is none else -1
+        sent[tp] = hw  # type: ignore[index]
         if (
             previous is None
-            or answer.records
+            or read.records
             or hw < 0
-            or answer.diverging_epoch is not None
-            or previous.get(tp) != hw
+            or read.diverging_epoch is not None
+            or previous.get(tp) != hw  # type: ignore[call-overload]
         ):
-            kept.append(answer)
+            kept.append(_answer(fp, read))
     sessions[req.replica_id] = sent
     return tuple(kept)
+
+
+def _answer(fp: FetchPartition, read: _Read) -> FetchedPartition:
+    return FetchedPartition(
+        fp.topic, fp.partition, read.error_code, read.high_watermark, read.records, read.diverging_epoch, read.log_start_offset
+    )
 
 
 # ----------------------------------------------------------------------------- offsets

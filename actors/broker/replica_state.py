@@ -51,11 +51,12 @@ def update_fetch_state(
         caught_up = max(caught_up, fetch_time_ms)
     elif fetch_offset >= state.last_fetch_leader_log_end_offset:
         caught_up = max(caught_up, state.last_fetch_time_ms)
+    # Positional: one is built for every partition of every follower fetch.
     return ReplicaState(
-        log_end_offset=fetch_offset,
-        last_caught_up_time_ms=caught_up,
-        last_fetch_leader_log_end_offset=max(leader_end_offset, state.last_fetch_leader_log_end_offset),
-        last_fetch_time_ms=fetch_time_ms,
+        fetch_offset,  # log_end_offset
+        caught_up,  # last_caught_up_time_ms
+        max(leader_end_offset, state.last_fetch_leader_log_end_offset),
+        fetch_time_ms,  # last_fetch_time_ms
     )
 
 

@@ -10,7 +10,7 @@ from actors.broker.partition import Partition
 from actors.broker.purgatory import Purgatory
 from actors.core import Address, Inbound
 from protocols.metadata import UpdateMetadataPartition
-from protocols.replication import FetchRequest, ProducePartitionResponse
+from protocols.replication import FetchPartition, FetchRequest, ProducePartitionResponse
 from protocols.types import TopicPartition
 
 __all__ = [
@@ -81,6 +81,9 @@ class FollowedPartition:
     leader_epoch: int
     phase: FetchPhase
     backoff_until_ms: int = 0
+    last_fetch: FetchPartition | None = None
+    """What the last Fetch asked for it, sent again while its offset and epoch stay (the leader
+    epoch and the settings it carries are fixed while it is followed)."""
 
 
 @dataclass(slots=True)

@@ -41,11 +41,11 @@ from typing import Any
 
 from actors.broker.config import broker_address
 from actors.core import Ctx, Inbound, Out
-from actors.producer.accumulator import ProducerBatch, RecordAccumulator
+from actors.producer.accumulator import ProducerBatch, Ready, RecordAccumulator
 from actors.producer.acked import AckedRecords
 from actors.producer.config import ProducerConfig
 from actors.producer.idempotence import Idempotence
-from actors.producer.partitioner import Partitioner, Partitioning
+from actors.producer.partitioner import Partitioner, Partitioning, partition_for_key
 from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
 from protocols.metadata import MetadataRequest, MetadataResponse
@@ -94,6 +94,87 @@ _REFRESH_ON = frozenset(
 closed connection)."""
 
 
+_NEVER = 2**62
+"""Later than any simulated time."""
+MAX_FOLDED_TICKS = 64
+"""The most ticks one fold looks ahead: beyond it the producer wakes once more and folds again."""
+
+
+class _Commands(Out):
+    """A producer handler's commands, noting when each timer it sets is due (the tick fold
+    must stop before every one of them)."""
+
+    def __init__(self, now_ms: int, timers_due: dict[str, int]) -> None:
+        super().__init__()
+        self._now_ms = now_ms
+        self._timers_due = timers_due
+
+    def set_timer(self, key: str, after_ms: int) -> None:
+        self._timers_due[key] = self._now_ms + after_ms
+        super().set_timer(key, after_ms)
+
+    def cancel_timer(self, key: str) -> None:
+        self._timers_due.pop(key, None)
+        super().cancel_timer(key)
+
+
+class _Room:
+    """How many of the next records would each be placed without a random draw into an open
+    batch with room, for a broker that can take no request now (see `Producer._fold`)."""
+
+    def __init__(self, producer: Producer) -> None:
+        self._producer = producer
+
+    def records(self, first: int, limit: int) -> int:
+        """Of the records numbered from `first`, how many in a row (at most `limit`)."""
+        producer = self._producer
+        partitioner = producer.partitioner
+        assert partitioner is not None
+        if producer.config.keys:
+            return self._keyed(first, limit)
+        sticky = partitioner.sticky if partitioner.kind in _STICKY_KINDS else None
+        if sticky is None:
+            return 0
+        size = producer.accumulator.record_size
+        count = min(limit, self._fits(sticky) // size)
+        if partitioner.kind is Partitioning.UNIFORM_STICKY:
+            # KIP-794: the record that reaches twice `batch.size` is placed, then the next one
+            # chooses again, at random.
+            left = 2 * partitioner.batch_size - partitioner.produced_bytes
+            count = min(count, max(1, -(-left // size)))
+        return count
+
+    def _keyed(self, first: int, limit: int) -> int:
+        producer = self._producer
+        cfg, size = producer.config, producer.accumulator.record_size
+        partitioner = producer.partitioner
+        if partitioner is None or partitioner.kind is Partitioning.ROUND_ROBIN:
+            return 0
+        fits: dict[int, int] = {}
+        for count in range(limit):
+            partition = partition_for_key(f"key-{(first + count) % cfg.keys}", cfg.partitions)
+            room = fits[partition] if partition in fits else self._fits(partition)
+            if room < size:
+                return count
+            fits[partition] = room - size
+        return limit
+
+    def _fits(self, partition: int) -> int:
+        """Bytes the partition's open batch can still take, 0 if none can be used now."""
+        producer = self._producer
+        leader = producer.state.leaders.get(partition, -1)
+        if leader < 0 or producer.state.in_flight.get(leader, 0) < producer.config.max_in_flight:
+            return 0
+        acc = producer.accumulator
+        queue = acc.queues.get(partition)
+        if not queue or queue[-1].closed:
+            return 0
+        return acc.batch_size - queue[-1].size_bytes
+
+
+_STICKY_KINDS = frozenset({Partitioning.STICKY, Partitioning.UNIFORM_STICKY})
+
+
 @dataclass(slots=True)
 class _Request:
     broker: int
@@ -128,7 +209,9 @@ class ProducerState:
     sender_wakeup_ms: int | None = None
     """When the sender's timer is set to fire."""
     next_tick_ms: int | None = None
-    """When the application next hands records to the producer."""
+    """When the application next hands records to the producer (the next tick not yet run)."""
+    timers_due: dict[str, int] = field(default_factory=dict)
+    """Key -> when each timer this producer set fires (a cancelled one is dropped)."""
     next_expiry_ms: int | None = None
     """When the first batch known, queued or in flight, expires."""
 
@@ -144,6 +227,12 @@ class Producer:
         )
         self.idempotence = Idempotence(epoch_bump=config.epoch_bump) if config.idempotence else None
         self.partitioner: Partitioner | None = None
+        self._available: tuple[int, ...] | None = None
+        """`_available_partitions`, while the leaders stay (recomputed after a metadata answer)."""
+        self._last_ready: Ready | None = None
+        """The sender's last readiness check in this handler (None if it made none)."""
+        self._sender_wake_ms: int | None = None
+        """The first time-driven wake-up the sender's last run found (linger, back-off, expiry)."""
         self.now_ms = 0
         """The time of the handler running (set as each handler starts)."""
 
@@ -153,7 +242,7 @@ class Producer:
         self.now_ms = ctx.now_ms
         cfg = self.config
         self.partitioner = Partitioner(cfg.partitioning, cfg.partitions, cfg.batch_size, ctx.rng)
-        out = Out()
+        out = _Commands(ctx.now_ms, self.state.timers_due)
         if cfg.records > 0:
             self.state.next_tick_ms = max(cfg.start_ms, ctx.now_ms)
             out.set_timer("generate", self.state.next_tick_ms - ctx.now_ms)
@@ -166,8 +255,7 @@ class Producer:
         return out
 
     def on_timer(self, ctx: Ctx, key: str) -> Out:
-        self.now_ms = ctx.now_ms
-        out = Out()
+        out = self._begin(ctx, key)
         kind, _, arg = key.partition(":")
         if kind == "generate":
             self._generate(out)
@@ -184,11 +272,11 @@ class Producer:
         elif kind == "init-timeout" and self.idempotence is not None:
             self.idempotence.init_in_flight = None
         self._run_sender(out)
+        self._fold(out)
         return out
 
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
-        self.now_ms = ctx.now_ms
-        out = Out()
+        out = self._begin(ctx, None)
         match inbound.message:
             case ProduceResponse() as resp:
                 self._on_produce_response(out, inbound.correlation_id, resp)
@@ -201,7 +289,26 @@ class Producer:
             case Disconnected(peer) if peer.startswith("broker-"):
                 self._disconnected(out, int(peer.rsplit("-", 1)[1]), ErrorCode.NETWORK_EXCEPTION)
         self._run_sender(out)
+        self._fold(out)
         return out
+
+    def pausing(self, now_ms: int) -> Out:
+        """The node stops the world from `now_ms`: the folded ticks before it ran; the next tick
+        goes back on the `generate` timer, which fires when the node resumes, as every tick's
+        timer would (ticks slept through collapse into that one, whose records are made then)."""
+        out = _Commands(now_ms, self.state.timers_due)
+        self.settle(now_ms)
+        at = self.state.next_tick_ms
+        if at is not None and self.state.timers_due.get("generate") != at:
+            out.set_timer("generate", at - now_ms)
+        return out
+
+    def settle(self, now_ms: int) -> None:
+        """Run the folded ticks before `now_ms` (they change nothing but the producer's state),
+        so that a snapshot taken between windows counts every record made by then."""
+        handler_ms = self.now_ms
+        self._catch_up(now_ms - 1, None)
+        self.now_ms = handler_ms
 
     def snapshot(self) -> dict[str, Any]:
         s = self.state
@@ -222,15 +329,111 @@ class Producer:
 
     def _generate(self, out: Out) -> None:
         """A tick of the application: hand `records.per.interval` records to `send()`."""
+        state = self.state
+        if state.next_tick_ms is None or state.next_tick_ms > self.now_ms:
+            return  # the tick already ran, folded (a unit test driving ticks by hand)
+        self._tick(out)
+        if state.next_tick_ms is not None:
+            out.set_timer("generate", state.next_tick_ms - self.now_ms)
+
+    def _tick(self, out: Out) -> None:
+        """The records of the tick due now, and when the next one is."""
         cfg, state = self.config, self.state
         for _ in range(min(cfg.records_per_interval, cfg.records - state.generated)):
             self._append(out, state.generated)
             state.generated += 1
         state.next_tick_ms = None
         if state.generated < cfg.records:
-            wait = self._next_tick_after(self.now_ms)
-            state.next_tick_ms = self.now_ms + wait
-            out.set_timer("generate", wait)
+            state.next_tick_ms = self.now_ms + self._next_tick_after(self.now_ms)
+
+    # ------------------------------------------------------------------ folded ticks
+    #
+    # At 1,000 records a second the application ticks every millisecond, and most ticks only
+    # add a record to a batch that cannot leave yet (its broker has
+    # `max.in.flight.requests.per.connection` requests in flight): nothing is logged or sent.
+    # Such a tick is *quiet*. After each handler the producer works out how many of the next
+    # ticks are quiet if nothing else happens first, and sets its `generate` timer for the first
+    # one that is not; the quiet ones run, in order and each at its own time, when the producer
+    # next wakes for anything (`_catch_up`), before what woke it. The records, batches, times and
+    # log are those of ticking every interval; only the wake-ups are fewer.
+    #
+    # A tick is quiet when its records are placed without a random draw (a key, or the sticky
+    # partition already chosen), each joins its partition's open batch with room left (no
+    # `batch_created`), and the sender run after it could send nothing: every node with a
+    # sendable partition is at its in-flight limit or backing off, no partition lacks a leader,
+    # the producer id is ready, and the tick comes before anything time-driven (a linger or
+    # back-off ending, an expiry, any other timer of this producer), so it cannot tie with one.
+
+    def _begin(self, ctx: Ctx, timer: str | None) -> Out:
+        """Start a handler at `ctx.now_ms`: run the folded ticks that come before it."""
+        out = _Commands(ctx.now_ms, self.state.timers_due)
+        if timer == "generate":
+            due = self.state.timers_due.pop(timer, ctx.now_ms)  # before now after a pause
+            self._catch_up(min(due, ctx.now_ms) - 1, None)  # the tick it was set for is this one
+        else:
+            if timer is not None:
+                self.state.timers_due.pop(timer, None)
+            self._catch_up(ctx.now_ms, out)
+        self.now_ms = ctx.now_ms
+        return out
+
+    def _catch_up(self, now_ms: int, out: Out | None) -> None:
+        """Run the folded ticks due by `now_ms` (at `now_ms` too: a tick's timer fires before a
+        delivery of the same millisecond, and the fold never lets one tie with another timer).
+        With `out`, a handler follows: the `generate` timer is put back on the next tick, as
+        ticking every interval would have it when the handler starts."""
+        state = self.state
+        timer_ms = state.timers_due.get("generate", _NEVER)
+        at = state.next_tick_ms
+        while at is not None and at <= now_ms and at < timer_ms:
+            self.now_ms = at
+            quiet = Out()
+            self._tick(quiet)
+            assert not quiet, f"a folded tick at {at} ms was not quiet: {quiet}"
+            at = state.next_tick_ms
+        if out is not None and at is not None and at < timer_ms:
+            out.set_timer("generate", at - now_ms)
+
+    def _fold(self, out: Out) -> None:
+        """After a handler: move the `generate` timer past the quiet ticks ahead (see above)."""
+        state, cfg = self.state, self.config
+        at = state.next_tick_ms
+        if at is None or state.timers_due.get("generate") != at:
+            return
+        horizon = self._fold_horizon()
+        if horizon is None or at >= horizon:
+            return
+        per_tick = cfg.records_per_interval
+        budget = _Room(self).records(state.generated, MAX_FOLDED_TICKS * per_tick)
+        generated = state.generated
+        while at < horizon and budget >= per_tick:
+            if generated + per_tick >= cfg.records:
+                break  # the last tick stays real: with no tick after it, it may set the sender's timer
+            nxt = at + self._next_tick_after(at)
+            if nxt > horizon:
+                break  # a wake-up would fall between two ticks: the tick before it stays real
+            generated += per_tick
+            budget -= per_tick
+            at = nxt
+        if at != state.next_tick_ms:
+            out.set_timer("generate", at - self.now_ms)
+
+    def _fold_horizon(self) -> int | None:
+        """The time before which ticks may be quiet: the first of the sender's wake-ups and this
+        producer's other timers; None if no tick can be quiet now."""
+        idem = self.idempotence
+        if idem is not None and not idem.ready_to_send():
+            return None
+        ready = self._last_ready
+        if ready is None or ready.unknown_leader:
+            return None
+        state, limit = self.state, self.config.max_in_flight
+        if any(state.in_flight.get(node, 0) < limit and self._ready(node) for node in ready.nodes):
+            return None  # a drain that found nothing still moves the node's drain index
+        times = [due for key, due in state.timers_due.items() if key != "generate"]
+        if self._sender_wake_ms is not None:
+            times.append(self._sender_wake_ms)
+        return min(times) if times else _NEVER
 
     def _next_tick_after(self, now_ms: int) -> int:
         """The wait for the next tick: `interval.ms`, skipping the pauses between bursts."""
@@ -263,9 +466,12 @@ class Producer:
         if new_batch:
             out.emit("batch_created", topic=cfg.topic, partition=partition, producer=cfg.name, batch=batch.id, first_record=number)
 
-    def _available_partitions(self) -> list[int]:
+    def _available_partitions(self) -> tuple[int, ...]:
+        """The partitions with a known leader, kept until a metadata answer changes leaders."""
         leaders = self.state.leaders
-        return [p for p in range(self.config.partitions) if leaders.get(p, -1) >= 0]
+        if self._available is None:
+            self._available = tuple(p for p in range(self.config.partitions) if leaders.get(p, -1) >= 0)
+        return self._available
 
     # ------------------------------------------------------------------ the sender
 
@@ -278,6 +484,7 @@ class Producer:
             self._init_producer_id(out)  # a first producer id, or a new one before KIP-360
         self._expire(out)
         wakeups: list[int] = []
+        self._last_ready = None
         if acc.queues:
             self._drain(out, wakeups)
         expiries = self._in_flight_expiries()
@@ -286,6 +493,7 @@ class Producer:
             expiries.append(expiry)
         state.next_expiry_ms = min(expiries) if expiries else None
         wakeups += expiries
+        self._sender_wake_ms = min(wakeups) if wakeups else None
         if wakeups:
             self._wake_at(out, min(wakeups))
 
@@ -332,6 +540,7 @@ class Producer:
                 ready = acc.ready(now, self._leader_of)
                 if ready.next_check_ms is not None:
                     wakeups.append(now + ready.next_check_ms)
+        self._last_ready = ready
 
     def _wake_at(self, out: Out, at_ms: int) -> None:
         """Set the sender's timer unless an earlier one is set (an early wake-up is harmless),
@@ -588,6 +797,7 @@ class Producer:
         for p in resp.partitions:
             if p.partition >= 0:
                 state.leaders[p.partition] = p.leader
+        self._available = None
         leaderless = any(state.leaders.get(p, -1) < 0 for p in range(self.config.partitions))
         out.set_timer("metadata", self.config.retry_backoff_ms if leaderless else self.config.metadata_max_age_ms)
 

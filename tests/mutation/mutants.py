@@ -55,9 +55,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "fetch_answer_carries_hw_after_fetch",
         "an immediate fetch answer carries the HW read before the follower's fetch state moved it (Partition.fetchRecords)",
         "actors/broker/leader.py",
-        "            _follower_fetched(b, ctx, out, read_from, fp, replica)\n",
-        "            _follower_fetched(b, ctx, out, read_from, fp, replica)\n"
-        "            answers[-1] = _read_partition(b, fp, replica)[0]\n",
+        "            _follower_fetched(b, ctx, out, read.partition, fp, replica)\n",
+        "            _follower_fetched(b, ctx, out, read.partition, fp, replica)\n"
+        "            reads[-1] = _read_partition(b, fp, replica)\n",
         (f"{REPLICATION}::test_s1_two_fetch_hw_propagation_step_by_step", f"{RULES}::test_an_immediate_fetch_answer_carries_the_hw_from_before_the_fetch"),
     ),
     Mutant(
@@ -291,7 +291,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "incremental_fetch_drops_hw_changes",
         "KIP-227 (1.1): an incremental fetch answer leaves out only partitions with no records and the HW last sent (CachedPartition.maybeUpdateResponseData)",
         "actors/broker/leader.py",
-        "            or previous.get(tp) != hw\n",
+        "            or previous.get(tp) != hw  # type: ignore[call-overload]\n",
         "",
         (
             "tests/unit/broker/test_fetch_session.py::test_an_incremental_fetch_answers_only_the_partitions_with_something_new",
