@@ -268,3 +268,30 @@ def test_the_command_on_local_2_with_two_grids(scenario_file: Path) -> None:
         ("c1", "none", "1", "", ""), ("c2", "sync", "1", "", ""), ("c3", "none", "1", "", ""), ("c4", "sync", "1", "", ""),
     ]
     assert (cwd / "sweep" / "report.html").read_text().count("data:image/png;base64,") == 2
+
+
+@pytest.mark.spark
+def test_spark_recounts_every_runs_duplicates_by_cause_in_a_ten_seed_sweep(tmp_path: Path, spark: Any) -> None:
+    """A sweep of ten seeds under a consumer crash: for every run, the duplicates Spark computes
+    from its events (`kafkasim analyze`'s job), in total and by cause, equal its summary.json,
+    and the sweep's runs table agrees with both. Some runs have duplicates and some none, so
+    the comparison is not one of zeros."""
+    from sim.analytics.jobs import analyze_runs  # noqa: PLC0415 - Spark only here
+
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(SCENARIO)
+    out = tmp_path / "out"
+    prepare_sweep_dir(out)
+    outcome = run_sweep(plan_sweep(str(scenario), [], [], 10), out, spark=spark)
+    assert [r["failure"] for r in outcome["results"]] == [None] * 10
+    run_dirs = [out / row["run_dir"] for row in outcome["runs"]]
+    summaries = [json.loads((d / "summary.json").read_text()) for d in run_dirs]
+    analyses = analyze_runs(spark, run_dirs)
+    for run_dir, summary, analysis, row in zip(run_dirs, summaries, analyses, outcome["runs"], strict=True):
+        assert (analysis["duplicates"], analysis["duplicates_by_cause"]) == (
+            summary["duplicates"],
+            summary["duplicates_by_cause"],
+        ), run_dir.name
+        assert int(row["duplicates"]) == summary["duplicates"], run_dir.name
+    with_duplicates = sum(1 for s in summaries if s["duplicates"] > 0)
+    assert 0 < with_duplicates < 10, [s["duplicates"] for s in summaries]
