@@ -171,6 +171,7 @@ def lost_and_duplicated(events: DataFrame) -> DataFrame:
     """Per run: lost_acked, log_duplicates and log_unresolved (offsets whose record is unnamed)."""
     leos = _log_end_offsets(events)
     authority = _authorities(events, leos).localCheckpoint()
+    starts = _log_start_offsets(events, authority)
     # The authority's LEO changes, newest first: the one before each (`lead`), and the lowest
     # from it to the end of the run (a running `min`). A growth finally takes the offsets from
     # the LEO before it up to that lowest LEO: no later change goes below them (every later
@@ -184,7 +185,7 @@ def lost_and_duplicated(events: DataFrame) -> DataFrame:
         .where(F.col("kept") > F.col("before"))
         .select("run", "topic", "partition", "leader_epoch", F.explode(F.sequence("before", F.col("kept") - 1)).alias("offset"))
         # Below the final log start offset a record was deleted by retention, not lost.
-        .join(_log_start_offsets(events, authority), ["run", "topic", "partition"], "left")
+        .join(starts, ["run", "topic", "partition"], "left")
         .where(F.col("offset") >= F.coalesce("start", F.lit(0)))
         .drop("start")
     )
