@@ -538,7 +538,8 @@ def _bench(args: argparse.Namespace) -> int:
         a = figures["analytics"]
         sys.stdout.write(
             f"analytics: {a['events_per_s']} events/s warm on {a['master']} ({a['events']} events, "
-            f"{a['runs']} runs, {a['warm_s']} s; cold {a['cold_s']} s)\n"
+            f"{a['runs']} runs, {a['warm_s']} s, {a['warm_cpu_s']} CPU s at load {a['load_average']}; "
+            f"cold {a['cold_s']} s)\n"
         )
     return 0
 
