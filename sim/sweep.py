@@ -287,14 +287,16 @@ def prepare_sweep_dir(out: Path) -> None:
 
 
 def run_task(task: dict[str, Any]) -> dict[str, Any]:
-    """One run, inside a Spark executor's Python worker. Returns what the driver needs to
-    report it; the figures are in its summary.json."""
+    """One run, inside a Spark executor's Python worker, on a core of its own (`one_core`).
+    Returns what the driver needs to report it; the figures are in its summary.json."""
+    from sim.cpu_claim import one_core  # noqa: PLC0415
     from sim.runner import run_scenario  # noqa: PLC0415
 
     result = {"config_id": task["config_id"], "seed": task["seed"], "run_dir": task["run_dir"]}
     try:
         scenario = parse_scenario(task["text"], task["source"], task["overrides"])
-        summary = run_scenario(scenario, Path(task["run_dir"]))
+        with one_core():
+            summary = run_scenario(scenario, Path(task["run_dir"]))
     except BaseException as exc:  # noqa: BLE001 - reported per run (a SystemExit too); a retry would fail the same way
         detail = traceback.format_exc()
         Path(task["run_dir"]).mkdir(parents=True, exist_ok=True)
