@@ -7,7 +7,7 @@ operation returns a new cache, which the replica persists as its `leader-epoch-c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from protocols.types import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
@@ -25,6 +25,9 @@ class EpochCache:
     """Entries `(epoch, start_offset)`, both strictly increasing."""
 
     entries: tuple[EpochEntry, ...] = ()
+    _ends: dict[int, EpochEntry] = field(default_factory=dict, compare=False, repr=False)
+    """`end_offset_for` of epochs before the latest, which the LEO does not move: a follower
+    that fetches an idle partition asks the same after every leader change, at every fetch."""
 
     @property
     def latest_epoch(self) -> int:
@@ -55,11 +58,17 @@ class EpochCache:
           the next higher epoch), or (requested, that start) if none is <= requested;
         - an epoch beyond every cached one, or UNDEFINED: (UNDEFINED, UNDEFINED).
         """
+        if self.entries and self.entries[-1].epoch == requested_epoch:
+            return EpochEntry(requested_epoch, log_end_offset)
+        found = self._ends.get(requested_epoch)
+        if found is None:  # the cache never changes (every operation makes a new one)
+            found = self._ends[requested_epoch] = self._end_offset_before_latest(requested_epoch)
+        return found
+
+    def _end_offset_before_latest(self, requested_epoch: int) -> EpochEntry:
         undefined = EpochEntry(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
         if requested_epoch == UNDEFINED_EPOCH or not self.entries:
             return undefined
-        if self.entries[-1].epoch == requested_epoch:
-            return EpochEntry(requested_epoch, log_end_offset)
         higher = next((e for e in self.entries if e.epoch > requested_epoch), None)
         if higher is None:
             return undefined

@@ -82,18 +82,15 @@ def maybe_send(b: Broker, ctx: Ctx, out: Out, session: FetchSession) -> None:
     out of range, then one Fetch for every fetching partition."""
     if session.in_flight is not None:
         return
-    ready = [
-        f for tp, f in sorted(session.partitions.items()) if f.backoff_until_ms <= ctx.now_ms
-    ]
-    waiting = [f.backoff_until_ms for f in session.partitions.values() if f.backoff_until_ms > ctx.now_ms]
-    request, included = _next_request(b, ready, session.session_epoch)
+    now = ctx.now_ms
+    ready = [f for tp, f in sorted(session.partitions.items()) if f.backoff_until_ms <= now]
+    request, sent = _next_request(b, ready, session.session_epoch)
     if request is None:
+        waiting = [f.backoff_until_ms for f in session.partitions.values() if f.backoff_until_ms > now]
         if waiting:
-            out.set_timer(f"fetcher-backoff:{session.leader}", min(waiting) - ctx.now_ms)
+            out.set_timer(f"fetcher-backoff:{session.leader}", min(waiting) - now)
         return
-    session.sent = {
-        f.tp: (f.leader_epoch, b.state.partitions[f.tp].log.log_end_offset) for f in included
-    }
+    session.sent = sent
     session.in_flight = b.state.new_id()
     out.send(broker_address(session.leader), request, session.in_flight)
     out.set_timer(f"fetcher-timeout:{session.leader}", b.config.replica_socket_timeout_ms)
@@ -106,24 +103,33 @@ _LIST_OFFSETS = {FetchPhase.OUT_OF_RANGE: LATEST_TIMESTAMP, FetchPhase.OUT_OF_RA
 
 def _next_request(
     b: Broker, ready: list[FollowedPartition], session_epoch: int
-) -> tuple[Request | None, list[FollowedPartition]]:
+) -> tuple[Request | None, dict[TopicPartition, tuple[int, int]]]:
+    """The request for the ready partitions and, for each it carries, (leader epoch, LEO) as
+    sent (`FetchSession.sent`). Called after every answer, so the phases are sorted in one pass."""
+    truncating: list[FollowedPartition] = []
+    out_of_range: list[FollowedPartition] = []
+    fetching: list[FollowedPartition] = []
+    for f in ready:
+        phase = f.phase
+        if phase is FetchPhase.FETCHING:
+            fetching.append(f)
+        elif phase is FetchPhase.TRUNCATING:
+            truncating.append(f)
+        else:
+            out_of_range.append(f)
+    partitions = b.state.partitions
     me = b.config.broker_id
     fencing = b.config.profile.fetch_epoch_fencing
-    truncating = [f for f in ready if f.phase is FetchPhase.TRUNCATING]
     if truncating:
         return OffsetForLeaderEpochRequest(
             me,
             tuple(
                 OffsetForLeaderEpochPartition(
-                    f.tp.topic,
-                    f.tp.partition,
-                    b.state.partitions[f.tp].log.latest_epoch,
-                    f.leader_epoch if fencing else -1,
+                    f.tp.topic, f.tp.partition, partitions[f.tp].log.latest_epoch, f.leader_epoch if fencing else -1
                 )
                 for f in truncating
             ),
-        ), truncating
-    out_of_range = [f for f in ready if f.phase in _LIST_OFFSETS]
+        ), _as_sent(b, truncating)
     if out_of_range:
         return ListOffsetsRequest(
             me,
@@ -133,29 +139,34 @@ def _next_request(
                 )
                 for f in out_of_range
             ),
-        ), out_of_range
-    fetching = [f for f in ready if f.phase is FetchPhase.FETCHING]
+        ), _as_sent(b, out_of_range)
     if not fetching:
-        return None, []
+        return None, {}
     on_fetch_epoch = b.config.profile.truncate_on_fetch
-    partitions, max_bytes = b.state.partitions, b.config.replica_fetch_max_bytes
+    max_bytes = b.config.replica_fetch_max_bytes
     wanted = []
+    sent = {}
     for f in fetching:  # every partition of every follower fetch; most ask what they last asked
         log = partitions[f.tp].log
         last = f.last_fetch
-        end, epoch = log.log_end_offset, log.latest_epoch if on_fetch_epoch else -1
+        end, epoch = log.log_end_offset, log.epochs.latest_epoch if on_fetch_epoch else -1
         if last is None or last.fetch_offset != end or last.last_fetched_epoch != epoch:
             last = f.last_fetch = FetchPartition(
                 f.tp.topic, f.tp.partition, end, epoch, f.leader_epoch if fencing else -1, max_bytes
             )
         wanted.append(last)
+        sent[f.tp] = (f.leader_epoch, end)
     return FetchRequest(
         replica_id=me,
         max_wait_ms=b.config.replica_fetch_wait_max_ms,
         min_bytes=b.config.replica_fetch_min_bytes,
         partitions=tuple(wanted),
         session_epoch=session_epoch if b.config.profile.incremental_fetch_sessions else 0,
-    ), fetching
+    ), sent
+
+
+def _as_sent(b: Broker, included: list[FollowedPartition]) -> dict[TopicPartition, tuple[int, int]]:
+    return {f.tp: (f.leader_epoch, b.state.partitions[f.tp].log.log_end_offset) for f in included}
 
 
 def _match_response(

@@ -108,14 +108,24 @@ def _read_partition(b: Broker, fp: FetchPartition, replica_id: int) -> _Read:
         return _Read(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)
     if partition.role is not Role.LEADER:
         return _Read(ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+    log = partition.log
+    end = log.log_end_offset
+    offset = fp.fetch_offset
+    if (
+        replica_id >= 0
+        and offset == end
+        and fp.current_leader_epoch == partition.leader_epoch
+        and (fp.last_fetched_epoch == log.epochs.latest_epoch or _diverging_epoch(log, fp) is None)
+    ):
+        # Most partitions of a follower's fetch: caught up, on the leader's current epoch, with
+        # no divergence; so no fencing and nothing to read (the checks below would say so). An
+        # idle partition's last fetched epoch stays the one before the last leader change.
+        return _Read(ErrorCode.NONE, log.high_watermark, (), None, partition, log.log_start_offset)
     if fp.current_leader_epoch >= 0 and fp.current_leader_epoch != partition.leader_epoch:
         fenced = _check_leader_epoch(b, partition, fp.current_leader_epoch)
         if fenced is not ErrorCode.NONE:
             return _Read(fenced, -1)
-    log = partition.log
     hw = log.high_watermark
-    end = log.log_end_offset
-    offset = fp.fetch_offset
     if replica_id >= 0 and fp.last_fetched_epoch >= 0 and b.config.profile.truncate_on_fetch:
         diverging = _diverging_epoch(log, fp)
         if diverging is not None:
@@ -135,7 +145,7 @@ def _diverging_epoch(log: PartitionLog, fp: FetchPartition) -> EpochEndOffset | 
         return None
     if fp.last_fetched_epoch == log.latest_epoch and fp.fetch_offset <= log.log_end_offset:
         return None  # the common case: the leader's own epoch, which ends at its LEO
-    epoch, end = log.end_offset_for(fp.last_fetched_epoch)
+    epoch, end = log.epochs.end_offset_for(fp.last_fetched_epoch, log.log_end_offset)
     if epoch < fp.last_fetched_epoch or end < fp.fetch_offset:
         return EpochEndOffset(epoch, end)
     return None
