@@ -28,10 +28,12 @@ class EpochCache:
     _ends: dict[int, EpochEntry] = field(default_factory=dict, compare=False, repr=False)
     """`end_offset_for` of epochs before the latest, which the LEO does not move: a follower
     that fetches an idle partition asks the same after every leader change, at every fetch."""
+    latest_epoch: int = field(init=False, compare=False, repr=False)
+    """The last entry's epoch (UNDEFINED if none): read for every partition of every fetch."""
 
-    @property
-    def latest_epoch(self) -> int:
-        return self.entries[-1].epoch if self.entries else UNDEFINED_EPOCH
+    def __post_init__(self) -> None:
+        latest = self.entries[-1].epoch if self.entries else UNDEFINED_EPOCH
+        object.__setattr__(self, "latest_epoch", latest)  # frozen: set once, here
 
     def assign(self, epoch: int, start_offset: int) -> EpochCache:
         """Record that `epoch` starts at `start_offset`.

@@ -18,7 +18,7 @@ from actors.broker import produce
 from actors.broker.config import controller_address
 from actors.broker.partition import Partition, PendingIsr, Role
 from actors.broker.partition_log import PartitionLog
-from actors.broker.replica_state import can_join_isr, out_of_sync_replicas
+from actors.broker.replica_state import can_join_isr, out_of_sync_replicas, update_fetch_state
 from actors.broker.state import DelayedFetch
 from actors.core import Ctx, Inbound, Out
 from protocols.errors import ErrorCode
@@ -66,7 +66,30 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
     immediate = req.max_wait_ms <= 0 or not req.partitions
     replica = req.replica_id
     reads = []
+    partitions = b.state.partitions
+    now = ctx.now_ms
     for fp in req.partitions:
+        if replica >= 0:
+            # Most partitions of a follower's fetch are idle: the follower is in the ISR, caught
+            # up, and asks what it asked last time. Reading and the fetch-state update then
+            # reduce to a new caught-up time, done inline (the general path below would do
+            # the same through four calls).
+            partition = partitions.get((fp.topic, fp.partition))  # type: ignore[call-overload]
+            if partition is not None and partition.role is Role.LEADER:
+                log = partition.log
+                end = log.log_end_offset
+                state = partition.followers.get(replica)
+                if (
+                    state is not None
+                    and fp.fetch_offset == end == state.log_end_offset
+                    and fp.current_leader_epoch == partition.leader_epoch
+                    and replica in partition.isr
+                    and replica in partition.replicas
+                    and (fp.last_fetched_epoch == log.epochs.latest_epoch or _diverging_epoch(log, fp) is None)
+                ):
+                    partition.followers[replica] = update_fetch_state(state, end, now, end)
+                    reads.append(_Read(ErrorCode.NONE, log.high_watermark, (), None, partition, log.log_start_offset))
+                    continue
         read = _read_partition(b, fp, replica)
         reads.append(read)
         if read.partition is None:  # an error or a diverging epoch

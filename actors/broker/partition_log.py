@@ -149,6 +149,10 @@ class PartitionLog:
     """The segments' base offsets, oldest first; the last is the active segment."""
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
     """The idempotent producers' last batches, kept from every append."""
+    log_end_offset: int = field(init=False, default=0)
+    """The offset the next record gets: the last batch's end, or the active segment's base in
+    a log without batches. A plain attribute, set by every change of the batches or segments:
+    it is read for every partition of every fetch."""
 
     def __post_init__(self) -> None:
         self._ends = array("q", (batch.end_offset for batch in self.batches))
@@ -158,10 +162,10 @@ class PartitionLog:
         if self.batches:
             self.log_start_offset = max(self.log_start_offset, self.batches[0].base_offset)
         self.producers = ProducerStateManager.rebuilt(self.batches)
+        self._ended()
 
-    @property
-    def log_end_offset(self) -> int:
-        return self._ends[-1] if self._ends else self._segments[-1]
+    def _ended(self) -> None:
+        self.log_end_offset = self._ends[-1] if self._ends else self._segments[-1]
 
     @property
     def latest_epoch(self) -> int:
@@ -272,6 +276,7 @@ class PartitionLog:
         del self._positions[kept:]
         del self._times[kept:]
         del self._segments[bisect_right(self._segments, offset) :]
+        self._ended()
         out.truncate(log_file(self.tp), kept)
         if cut is not None:
             self._append(out, (cut.slice(cut.base_offset, offset),), time)
@@ -289,6 +294,7 @@ class PartitionLog:
         for column in (self._ends, self._positions, self._times):
             del column[:]
         self._segments = array("q", (offset,))
+        self._ended()
         out.truncate(log_file(self.tp), 0)
         self.producers = ProducerStateManager()
         self.high_watermark = offset
@@ -406,6 +412,7 @@ class PartitionLog:
         for column in (self._ends, self._positions, self._times):
             del column[:count]
         del self._segments[: len(deletable)]
+        self._ended()
         out.append(DeleteHead(log_file(self.tp), count))
         out.emit(
             "log_segments_deleted",
@@ -432,6 +439,7 @@ class PartitionLog:
     def _append(self, out: Out, batches: tuple[RecordBatch, ...], now_ms: int) -> None:
         self.batches.extend(batches)
         self._ends.extend(batch.end_offset for batch in batches)
+        self._ended()
         position = self._position_before(len(self._positions))
         for batch in batches:
             position += batch.size_bytes
