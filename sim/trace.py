@@ -2,8 +2,9 @@
 
 Every actor logs through its own structlog logger, configured here and nowhere else. The
 processor chain is plain callables: `add_sim_time` stamps `ts_ms` from the simulated clock (never
-a `TimeStamper`), `order_fields` puts the required fields first (`ts_ms`, `run_id`, `seed`,
-`node`, `actor`, `event`), and orjson renders the line. The logger at the end does not write: it
+a `TimeStamper`), and orjson renders the line. The required fields come first (`ts_ms`, `run_id`,
+`seed`, `node`, `actor`, `event`) because the bound context holds them in that order, `ts_ms` and
+`event` as placeholders that keep their places when structlog fills them in. The logger at the end does not write: it
 buffers `(ts_ms, line, event_dict)` for the kernel, which merges the buffers of all actors in a
 fixed order and writes them, so the log never depends on thread timing.
 
@@ -22,8 +23,6 @@ __all__ = ["LOG_SCHEMA_VERSION", "ActorLog", "LogLine", "TraceContext"]
 
 LOG_SCHEMA_VERSION = 2
 """Bumped whenever an event or a field in docs/log-schema.md changes meaning or disappears."""
-
-REQUIRED_FIELDS = ("ts_ms", "run_id", "seed", "node", "actor", "event")
 
 
 class LogLine(NamedTuple):
@@ -49,13 +48,6 @@ def _json_default(value: Any) -> Any:
 def render_json(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> bytes:
     """The renderer: one JSON object per line (orjson keeps the field order)."""
     return orjson.dumps(event_dict, default=_json_default)
-
-
-def order_fields(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> Any:
-    """Put the required fields first, in the documented order, then the event's own fields."""
-    ordered = {name: event_dict.pop(name) for name in REQUIRED_FIELDS}
-    ordered.update(event_dict)
-    return ordered
 
 
 class _Buffer:
@@ -86,15 +78,17 @@ class ActorLog:
             return event_dict
 
         def keep_dict(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> Any:
-            buffer.pending = event_dict  # order_fields built it afresh; nothing changes it after
+            buffer.pending = event_dict  # structlog copied the context for this event alone
             return event_dict
 
+        # A dict keeps the place of a key that is assigned again: the event's own fields follow
+        # the required ones, which structlog and `add_sim_time` fill in where they stand.
         self._log = structlog.wrap_logger(
             buffer,
-            processors=[add_sim_time, order_fields, keep_dict, render_json],
+            processors=[add_sim_time, keep_dict, render_json],
             context_class=dict,
             cache_logger_on_first_use=True,
-        ).bind(run_id=trace.run_id, seed=trace.seed, node=node, actor=actor)
+        ).bind(ts_ms=None, run_id=trace.run_id, seed=trace.seed, node=node, actor=actor, event=None)
 
     def emit(self, event: str, fields: dict[str, Any]) -> None:
         self._log.info(event, **fields)
