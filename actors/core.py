@@ -17,6 +17,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from protocols.frozen import fast_init
+
 __all__ = [
     "Address",
     "Append",
@@ -48,6 +50,7 @@ class Address(NamedTuple):
         return f"{self.node}/{self.actor}"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Send:
     """Send `message` to `dst`; the host encodes it to msgpack bytes."""
@@ -58,6 +61,7 @@ class Send:
     version: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SetTimer:
     """Fire `on_timer(key)` after `after_ms`; setting a key again replaces the earlier timer."""
@@ -66,11 +70,13 @@ class SetTimer:
     after_ms: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CancelTimer:
     key: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Emit:
     """Log the fact `event` (snake_case, past tense) with flat, typed fields."""
@@ -79,6 +85,7 @@ class Emit:
     fields: dict[str, Any]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Append:
     """Append records to a log file of this node's disk; they sit in the page cache until flushed."""
@@ -87,6 +94,7 @@ class Append:
     records: tuple[Any, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Truncate:
     """Keep only the first `length` records of a log file."""
@@ -95,6 +103,7 @@ class Truncate:
     length: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class DeleteHead:
     """Delete the first `count` records of a log file: the segments retention removed."""
@@ -103,6 +112,7 @@ class DeleteHead:
     count: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class WriteFile:
     """Replace a whole file; with `sync`, durably (Kafka's checkpoint files are fsynced)."""
@@ -112,6 +122,7 @@ class WriteFile:
     sync: bool = True
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Flush:
     """fsync a file: everything written to it so far survives any crash but a disk loss."""
@@ -119,6 +130,7 @@ class Flush:
     file: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Exit:
     """The process exits on purpose, once this window's sends and writes are out: every actor

@@ -23,6 +23,7 @@ import zlib
 
 import msgpack
 
+from protocols.frozen import fast_init
 from protocols.registry import FrameError, Kind, lookup, message_type
 
 __all__ = ["Frame", "FrameError", "decode_frame", "encode_frame"]
@@ -31,6 +32,7 @@ _FRAME_LENGTH = 5
 _CRC_BYTES = 4
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Frame:
     """A decoded frame."""
