@@ -267,6 +267,7 @@ class Invariants:
             if leader.role != "leader" or not leader.exact:
                 continue
             hw = leader.high_watermark
+            agrees: dict[int, bool] = {}  # the two ISRs are mostly the same brokers: compare once
             for invariant, isr in (
                 ("weak_isr", self._leader_isr.get((node, topic, partition), [])),
                 ("strong_isr", self._committed_isr.get((topic, partition), (-1, []))[1]),
@@ -275,7 +276,10 @@ class Invariants:
                     member = replicas.get(f"broker-{broker}")
                     if member is None or not member.exact or member is leader:
                         continue
-                    if not leader.same_prefix(member, hw):
+                    same = agrees.get(broker)
+                    if same is None:
+                        same = agrees[broker] = leader.same_prefix(member, hw)
+                    if not same:
                         detail = (
                             f"{topic}-{partition}: broker-{broker} lacks records below {node}'s HW "
                             f"{hw} (it has {member.length})"

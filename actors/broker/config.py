@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cache
 
 from actors.broker.retention import OFFSETS_TOPIC_SEGMENT_BYTES, LogConfig
 from actors.core import Address
@@ -27,14 +28,18 @@ GROUP_COORDINATOR_ACTOR = "group-coordinator"
 partition the broker leads."""
 
 
+# Cached: a follower asks its leader's address at every fetch. Addresses are immutable values.
+@cache
 def broker_address(broker_id: int) -> Address:
     return Address(f"broker-{broker_id}", BROKER_ACTOR)
 
 
+@cache
 def controller_address(broker_id: int) -> Address:
     return Address(f"broker-{broker_id}", CONTROLLER_ACTOR)
 
 
+@cache
 def group_coordinator_address(broker_id: int) -> Address:
     return Address(f"broker-{broker_id}", GROUP_COORDINATOR_ACTOR)
 
