@@ -6,11 +6,12 @@ Field names are Kafka's (`fetch_offset`, `last_fetched_epoch`, `current_leader_e
 structures, since msgpack map keys must be strings. Versions here are this registry's own: a
 field added later says `since`.
 
-Fetch sessions (KIP-227) are modelled by `session_epoch` alone: 0 opens a new session, and a
-follower's request with a later epoch is answered with only the partitions that have something
-new. The request itself always lists every partition of the session (Kafka sends only the changed
-ones, but the leader reads every partition of the session either way), and there is no session id:
-a leader keeps one session per follower broker.
+Fetch sessions (KIP-227) between brokers: a request with `session_epoch` 0 lists every partition
+and opens a new session; a request with a later epoch lists only the partitions whose fetch
+position changed or that joined the session (`partitions`), and those that left it
+(`forgotten`), and is answered with only the partitions that have something new. The leader reads
+every partition of the session either way. There is no session id: a leader keeps one session per
+follower broker, and a follower has one fetcher per leader. Consumers fetch without a session.
 
 Left out: compression, record keys, headers and timestamps, topic ids.
 """
@@ -160,13 +161,25 @@ class FetchedPartition:
     log_start_offset: int = 0
 
 
-@message(ApiKey.FETCH, kind=Kind.RESPONSE, versions=(0, 1))
+@struct
+@dataclass(frozen=True, slots=True)
+class ForgottenPartition:
+    """A partition that left an incremental fetch session (`forgotten_topics_data`)."""
+
+    topic: str
+    partition: int
+
+
+@message(ApiKey.FETCH, kind=Kind.RESPONSE, versions=(0, 2))
 @dataclass(frozen=True, slots=True)
 class FetchResponse:
     partitions: tuple[FetchedPartition, ...]
+    error_code: ErrorCode = field(default=ErrorCode.NONE, since=2)
+    """A session's error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH): no partitions
+    were read, and the fetcher starts a new session."""
 
 
-@message(ApiKey.FETCH, kind=Kind.REQUEST, versions=(0, 1), response=FetchResponse)
+@message(ApiKey.FETCH, kind=Kind.REQUEST, versions=(0, 2), response=FetchResponse)
 @dataclass(frozen=True, slots=True)
 class FetchRequest:
     replica_id: int
@@ -177,8 +190,11 @@ class FetchRequest:
     isolation_level: int = 0
     """0 read_uncommitted (up to the HW), 1 read_committed (up to the LSO); followers: LEO."""
     session_epoch: int = field(default=0, since=1)
-    """KIP-227: 0 opens a new fetch session (a full answer); later epochs of the same session
-    are answered incrementally."""
+    """KIP-227: 0 opens a new fetch session (a full request and a full answer); a later epoch
+    must be the one the leader expects next, and both the request and its answer are
+    incremental."""
+    forgotten: tuple[ForgottenPartition, ...] = field(default=(), since=2)
+    """The partitions that left the session since the last request (incremental requests)."""
 
 
 # --------------------------------------------------------------------------- LeaderAndIsr (4)

@@ -1,7 +1,10 @@
 """The follower's side: fetch sessions, truncation, and applying what the leader sends.
 
 Models `ReplicaFetcherThread`/`AbstractFetcherThread`: one session per source broker with one
-request in flight, carrying every partition it follows from that broker. Truncation follows the
+request in flight, for every partition it follows from that broker. Since 1.1 (KIP-227) the
+session is incremental, as `FetchSessionHandler` builds it: a request lists only the partitions
+whose fetch position changed or that joined, and those that left; a session error or a lost
+request starts a new session with a full request. Truncation follows the
 version profile (KIP-101, KIP-279, KAFKA-10554):
 - before 0.11: truncate to the local HW on becoming follower (the cause of S2 and S4);
 - 0.11 to 2.7: OffsetsForLeaderEpoch first, with the KIP-279 loop from 2.0;
@@ -30,6 +33,7 @@ from protocols.replication import (
     FetchPartition,
     FetchRequest,
     FetchResponse,
+    ForgottenPartition,
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsResponse,
@@ -84,7 +88,7 @@ def maybe_send(b: Broker, ctx: Ctx, out: Out, session: FetchSession) -> None:
         return
     now = ctx.now_ms
     ready = [f for tp, f in sorted(session.partitions.items()) if f.backoff_until_ms <= now]
-    request, sent = _next_request(b, ready, session.session_epoch)
+    request, sent = _next_request(b, ready, session)
     if request is None:
         waiting = [f.backoff_until_ms for f in session.partitions.values() if f.backoff_until_ms > now]
         if waiting:
@@ -102,10 +106,11 @@ _LIST_OFFSETS = {FetchPhase.OUT_OF_RANGE: LATEST_TIMESTAMP, FetchPhase.OUT_OF_RA
 
 
 def _next_request(
-    b: Broker, ready: list[FollowedPartition], session_epoch: int
+    b: Broker, ready: list[FollowedPartition], session: FetchSession
 ) -> tuple[Request | None, dict[TopicPartition, tuple[int, int]]]:
-    """The request for the ready partitions and, for each it carries, (leader epoch, LEO) as
-    sent (`FetchSession.sent`). Called after every answer, so the phases are sorted in one pass."""
+    """The request for the ready partitions and, for each it asks about, (leader epoch, LEO) as
+    sent (`FetchSession.sent`). Called after every answer, so the phases are sorted in one pass.
+    A Fetch also becomes the session's partitions (`FetchSession.session_partitions`)."""
     truncating: list[FollowedPartition] = []
     out_of_range: list[FollowedPartition] = []
     fetching: list[FollowedPartition] = []
@@ -144,24 +149,33 @@ def _next_request(
         return None, {}
     on_fetch_epoch = b.config.profile.truncate_on_fetch
     max_bytes = b.config.replica_fetch_max_bytes
-    wanted = []
+    epoch = session.session_epoch if b.config.profile.incremental_fetch_sessions else 0
+    held = session.session_partitions
+    wanted: dict[TopicPartition, FetchPartition] = {}
+    listed = []
     sent = {}
     for f in fetching:  # every partition of every follower fetch; most ask what they last asked
         log = partitions[f.tp].log
         last = f.last_fetch
-        end, epoch = log.log_end_offset, log.epochs.latest_epoch if on_fetch_epoch else -1
-        if last is None or last.fetch_offset != end or last.last_fetched_epoch != epoch:
+        end, last_epoch = log.log_end_offset, log.epochs.latest_epoch if on_fetch_epoch else -1
+        if last is None or last.fetch_offset != end or last.last_fetched_epoch != last_epoch:
             last = f.last_fetch = FetchPartition(
-                f.tp.topic, f.tp.partition, end, epoch, f.leader_epoch if fencing else -1, max_bytes
+                f.tp.topic, f.tp.partition, end, last_epoch, f.leader_epoch if fencing else -1, max_bytes
             )
-        wanted.append(last)
+        wanted[f.tp] = last
         sent[f.tp] = (f.leader_epoch, end)
+        before = held.get(f.tp)
+        if epoch == 0 or (before is not last and before != last):
+            listed.append(last)
+    forgotten = () if epoch == 0 else tuple(ForgottenPartition(tp.topic, tp.partition) for tp in held if tp not in wanted)
+    session.session_partitions = wanted
     return FetchRequest(
         replica_id=me,
         max_wait_ms=b.config.replica_fetch_wait_max_ms,
         min_bytes=b.config.replica_fetch_min_bytes,
-        partitions=tuple(wanted),
-        session_epoch=session_epoch if b.config.profile.incremental_fetch_sessions else 0,
+        partitions=tuple(listed),
+        session_epoch=epoch,
+        forgotten=forgotten,
     ), sent
 
 
@@ -203,9 +217,15 @@ def on_fetch_response(
     session, pairs = _match_response(b, out, leader, correlation_id, resp.partitions, FetchPhase.FETCHING)
     for followed, answer in pairs:
         _apply_fetched(b, ctx, out, followed, answer)
-    if session is not None:
+    if session is None:
+        return
+    if resp.error_code is ErrorCode.NONE:
         session.session_epoch += 1  # the leader holds the session: the next answer is incremental
-        maybe_send(b, ctx, out, session)
+    else:
+        # FETCH_SESSION_ID_NOT_FOUND (the leader restarted) or INVALID_FETCH_SESSION_EPOCH:
+        # nothing was read; a new session starts at once with a full request.
+        session.session_epoch = 0
+    maybe_send(b, ctx, out, session)
 
 
 def _apply_fetched(b: Broker, ctx: Ctx, out: Out, followed: FollowedPartition, answer: FetchedPartition) -> None:

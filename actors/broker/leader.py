@@ -19,7 +19,7 @@ from actors.broker.config import controller_address
 from actors.broker.partition import Partition, PendingIsr, Role
 from actors.broker.partition_log import PartitionLog
 from actors.broker.replica_state import can_join_isr, out_of_sync_replicas, update_fetch_state
-from actors.broker.state import DelayedFetch
+from actors.broker.state import DelayedFetch, LeaderFetchSession
 from actors.core import Ctx, Inbound, Out
 from protocols.errors import ErrorCode
 from protocols.metadata import IsrUpdateRequest, IsrUpdateResponse
@@ -62,13 +62,17 @@ __all__ = [
 
 def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest) -> None:
     """`fetchMessages`: read (HW captured first), update follower state, answer or park."""
+    fetched, error = _session_partitions(b, req)
+    if error is not ErrorCode.NONE:
+        out.reply(inbound, FetchResponse((), error))
+        return
     readable = 0
-    immediate = req.max_wait_ms <= 0 or not req.partitions
+    immediate = req.max_wait_ms <= 0 or not fetched
     replica = req.replica_id
     reads = []
     partitions = b.state.partitions
     now = ctx.now_ms
-    for fp in req.partitions:
+    for fp in fetched:
         if replica >= 0:
             # Most partitions of a follower's fetch are idle: the follower is in the ISR, caught
             # up, and asks what it asked last time. Reading and the fetch-state update then
@@ -100,12 +104,46 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
         if replica >= 0:
             _follower_fetched(b, ctx, out, read.partition, fp, replica)
     if immediate or readable >= req.min_bytes:
-        out.reply(inbound, FetchResponse(_session_answers(b, req, reads)))
+        out.reply(inbound, FetchResponse(_session_answers(b, req, fetched, reads)))
         return
-    op = DelayedFetch(b.state.new_id(), inbound, req, ctx.now_ms + req.max_wait_ms)
+    op = DelayedFetch(b.state.new_id(), inbound, req, fetched, ctx.now_ms + req.max_wait_ms)
     # Plain (topic, partition) tuples: equal to the TopicPartition keys, without building one each.
-    b.state.delayed_fetches.add(op.id, op, [(fp.topic, fp.partition) for fp in req.partitions])  # type: ignore[misc]
+    b.state.delayed_fetches.add(op.id, op, [(fp.topic, fp.partition) for fp in fetched])  # type: ignore[misc]
     out.set_timer(f"fetch:{op.id}", req.max_wait_ms)
+
+
+def _session_partitions(b: Broker, req: FetchRequest) -> tuple[tuple[FetchPartition, ...], ErrorCode]:
+    """KIP-227's `FetchManager.newContext`: the partitions a follower's request reads, or the
+    session error that answers it. Epoch 0 opens a new session with the partitions it lists; a
+    later epoch must be the session's next, and its partitions and forgotten partitions update
+    the session, which is then read whole. A consumer's request reads what it lists."""
+    if req.replica_id < 0:
+        return req.partitions, ErrorCode.NONE
+    sessions = b.state.fetch_sessions
+    session = sessions.get(req.replica_id)
+    # Keyed by plain (topic, partition) tuples, equal to the TopicPartition they stand for.
+    if req.session_epoch <= 0:
+        held = {(fp.topic, fp.partition): fp for fp in req.partitions}
+        # The HWs last sent stay until this request's full answer replaces them.
+        sent = session.sent_high_watermarks if session is not None else {}
+        sessions[req.replica_id] = LeaderFetchSession(held, 1, sent)  # type: ignore[arg-type]
+        return req.partitions, ErrorCode.NONE
+    if session is None:
+        return (), ErrorCode.FETCH_SESSION_ID_NOT_FOUND  # this leader restarted since
+    if req.session_epoch != session.epoch:
+        return (), ErrorCode.INVALID_FETCH_SESSION_EPOCH  # a duplicate or a stale request
+    held = session.partitions
+    for gone in req.forgotten:
+        held.pop((gone.topic, gone.partition), None)  # type: ignore[call-overload]
+    joined = False
+    for fp in req.partitions:
+        tp = (fp.topic, fp.partition)
+        joined = joined or tp not in held
+        held[tp] = fp  # type: ignore[index]
+    if joined:  # in the follower's order again, which is what it would have listed in full
+        session.partitions = held = dict(sorted(held.items()))
+    session.epoch += 1
+    return tuple(held.values()), ErrorCode.NONE
 
 
 class _Read(NamedTuple):
@@ -229,7 +267,7 @@ def _fetch_can_complete(b: Broker, op: DelayedFetch) -> bool:
     partitions = b.state.partitions
     follower = op.is_follower
     divergence = follower and b.config.profile.truncate_on_fetch
-    for fp in op.request.partitions:  # every partition of every parked fetch, at every append
+    for fp in op.partitions:  # every partition of every parked fetch, at every append
         partition = partitions.get((fp.topic, fp.partition))  # type: ignore[call-overload]
         if partition is None or partition.role is not Role.LEADER:
             return True
@@ -254,21 +292,22 @@ def complete_fetch(b: Broker, out: Out, op_id: int) -> None:
     op = b.state.delayed_fetches.pop(op_id)
     if op is None:
         return
-    reads = [_read_partition(b, fp, op.request.replica_id) for fp in op.request.partitions]
-    out.reply(op.inbound, FetchResponse(_session_answers(b, op.request, reads)))
+    reads = [_read_partition(b, fp, op.request.replica_id) for fp in op.partitions]
+    out.reply(op.inbound, FetchResponse(_session_answers(b, op.request, op.partitions, reads)))
 
 
-def _session_answers(b: Broker, req: FetchRequest, reads: list[_Read]) -> tuple[FetchedPartition, ...]:
+def _session_answers(
+    b: Broker, req: FetchRequest, fetched: tuple[FetchPartition, ...], reads: list[_Read]
+) -> tuple[FetchedPartition, ...]:
     """KIP-227's `IncrementalFetchContext`: a follower's request in a session it opened earlier
     is answered with only the partitions that carry records, an error, a diverging epoch or a
     HW other than the one last sent in the session (`CachedPartition.maybeUpdateResponseData`).
-    Epoch 0, a consumer, or a session this leader does not hold (it restarted) get every
-    partition."""
-    pairs = zip(req.partitions, reads, strict=True)
+    Epoch 0 and a consumer get every partition."""
+    pairs = zip(fetched, reads, strict=True)
     if req.replica_id < 0:
         return tuple(_answer(fp, read) for fp, read in pairs)
-    sessions = b.state.fetch_sessions
-    previous = sessions.get(req.replica_id) if req.session_epoch > 0 else None
+    session = b.state.fetch_sessions.get(req.replica_id)
+    previous = session.sent_high_watermarks if req.session_epoch > 0 and session is not None else None
     # Keyed by plain (topic, partition) tuples, equal to the TopicPartition they stand for.
     sent: dict[TopicPartition, int] = {}
     kept = []
@@ -285,7 +324,8 @@ def _session_answers(b: Broker, req: FetchRequest, reads: list[_Read]) -> tuple[
             or previous.get(tp) != hw  # type: ignore[call-overload]
         ):
             kept.append(_answer(fp, read))
-    sessions[req.replica_id] = sent
+    if session is not None:
+        session.sent_high_watermarks = sent
     return tuple(kept)
 
 

@@ -31,6 +31,8 @@ class DelayedFetch:
     id: int
     inbound: Inbound
     request: FetchRequest
+    partitions: tuple[FetchPartition, ...]
+    """What it reads: the request's partitions, or for an incremental request the session's."""
     expires_ms: int
 
     @property
@@ -100,6 +102,22 @@ class FetchSession:
     session_epoch: int = 0
     """KIP-227's `FetchSessionHandler`: 0 asks the leader for a new session and a full answer;
     each answered Fetch moves it on, and a lost one starts again from 0."""
+    session_partitions: dict[TopicPartition, FetchPartition] = field(default_factory=dict)
+    """What the leader's session holds after the last Fetch sent (`sessionPartitions`): the next
+    incremental Fetch lists only what differs from it."""
+
+
+@dataclass(slots=True)
+class LeaderFetchSession:
+    """As leader, one follower broker's fetch session (`FetchSession` in `FetchSessionCache`)."""
+
+    partitions: dict[TopicPartition, FetchPartition]
+    """Every partition of the session, in the follower's order (topic, then partition)."""
+    epoch: int = 1
+    """The epoch the next incremental request must carry."""
+    sent_high_watermarks: dict[TopicPartition, int] = field(default_factory=dict)
+    """The HW last sent for each partition, -1 after an error, so that a partition is sent
+    again once it has something new or its error clears."""
 
 
 @dataclass(slots=True)
@@ -119,10 +137,8 @@ class BrokerState:
     delayed_fetches: Purgatory[DelayedFetch] = field(default_factory=Purgatory)
     delayed_produces: Purgatory[DelayedProduce] = field(default_factory=Purgatory)
     sessions: dict[int, FetchSession] = field(default_factory=dict)
-    fetch_sessions: dict[int, dict[TopicPartition, int]] = field(default_factory=dict)
-    """As leader, each follower broker's fetch session (KIP-227's `FetchSessionCache`): the HW
-    last sent for each of its partitions, -1 after an error so that the partition is sent again
-    once the error clears."""
+    fetch_sessions: dict[int, LeaderFetchSession] = field(default_factory=dict)
+    """As leader, each follower broker's fetch session (KIP-227's `FetchSessionCache`)."""
     muted: dict[Address, deque[Inbound]] = field(default_factory=dict)
     """Client connections with a produce awaiting its answer, and the requests that came on
     them meanwhile: a connection is read again only once its answer is sent (`SocketServer`

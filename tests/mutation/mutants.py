@@ -299,6 +299,22 @@ MUTANTS: tuple[Mutant, ...] = (
         ),
     ),
     Mutant(
+        "incremental_fetch_reads_only_listed",
+        "KIP-227 (1.1): an incremental Fetch lists only what changed; the leader reads every partition of the session (IncrementalFetchContext.foreachPartition)",
+        "actors/broker/leader.py",
+        "    return tuple(held.values()), ErrorCode.NONE\n",
+        "    return req.partitions, ErrorCode.NONE\n",
+        ("tests/unit/broker/test_fetch_session.py::test_the_leader_reads_its_whole_session_and_refuses_an_unknown_session_or_a_stale_epoch",),
+    ),
+    Mutant(
+        "fetch_session_epoch_unchecked",
+        "KIP-227 (1.1): an incremental Fetch must carry the session's next epoch, else INVALID_FETCH_SESSION_EPOCH and nothing changes (FetchManager.newContext)",
+        "actors/broker/leader.py",
+        "    if req.session_epoch != session.epoch:\n",
+        "    if False:\n",
+        ("tests/unit/broker/test_fetch_session.py::test_the_leader_reads_its_whole_session_and_refuses_an_unknown_session_or_a_stale_epoch",),
+    ),
+    Mutant(
         "requests_before_registration",
         "a broker processes requests only once it has registered in ZooKeeper (KafkaServer.startup)",
         "actors/broker/behavior.py",

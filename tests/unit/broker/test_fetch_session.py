@@ -150,3 +150,87 @@ def test_the_follower_moves_its_session_epoch_on_each_answer_and_restarts_after_
     out = broker.on_timer(ctx, "fetcher-timeout:1")
     sent.append(_sends(out, FetchRequest)[0])
     assert [s.message.session_epoch for s in sent] == epochs
+
+
+# ------------------------------------------------------------------ KIP-227 requests
+
+
+def _listed(send: Send) -> tuple[int, list[tuple[str, int, int]], list[tuple[str, int]]]:
+    """A follower's Fetch: (session epoch, partitions listed with their offsets, forgotten)."""
+    request = send.message
+    return (
+        request.session_epoch,
+        [(p.topic, p.partition, p.fetch_offset) for p in request.partitions],
+        [(f.topic, f.partition) for f in request.forgotten],
+    )
+
+
+def _answered(broker: Broker, ctx: Ctx, fetch: Send, *answers: FetchedPartition, error: ErrorCode = ErrorCode.NONE) -> Send:
+    """Answer the follower's fetch; its next Fetch."""
+    response = FetchResponse(tuple(answers), error)
+    [again] = _sends(broker.on_message(ctx, Inbound(broker_address(1), response, fetch.correlation_id, 2)), FetchRequest)
+    return again
+
+
+def test_an_incremental_fetch_lists_only_the_partitions_that_moved_joined_or_left() -> None:
+    """`FetchSessionHandler.build`: after the full request, a Fetch lists a partition only if
+    its fetch position changed or it joined the session, and names those that left it."""
+    broker, ctx = _broker()
+    out = broker.on_message(ctx, Inbound(CONTROLLER, _lai(("A", 0, 1), ("A", 1, 1)), 1, 0))
+    [first] = _sends(out, FetchRequest)
+    assert _listed(first) == (0, [("A", 0, 0)], [])  # A-1 joined while this was in flight
+    second = _answered(broker, ctx, first, FetchedPartition("A", 0, ErrorCode.NONE, 0, (RecordBatch(0, 0, ("x",)),)))
+    assert _listed(second) == (1, [("A", 0, 1), ("A", 1, 0)], [])  # moved, and joined
+    third = _answered(broker, ctx, second)  # nothing new
+    assert _listed(third) == (2, [], [])  # both still fetched, from the same offsets
+    # A-1's answer is an error: it backs off, and leaves the session until it is ready again.
+    fourth = _answered(broker, ctx, third, FetchedPartition("A", 1, ErrorCode.NOT_LEADER_OR_FOLLOWER, -1))
+    assert _listed(fourth) == (3, [], [("A", 1)])
+
+
+@pytest.mark.parametrize("error", [ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH])
+def test_a_session_error_starts_a_new_session_with_a_full_fetch(error: ErrorCode) -> None:
+    """The leader restarted (it holds no session) or the epoch is not the one it expects:
+    nothing was read, and the next Fetch, sent at once, opens a new session listing everything."""
+    broker, ctx = _broker()
+    out = broker.on_message(ctx, Inbound(CONTROLLER, _lai(("A", 0, 1), ("A", 1, 1)), 1, 0))
+    [first] = _sends(out, FetchRequest)
+    second = _answered(broker, ctx, first)
+    third = _answered(broker, ctx, second, error=error)
+    assert _listed(third) == (0, [("A", 0, 0), ("A", 1, 0)], [])
+
+
+def _session_fetch(
+    broker: Broker, ctx: Ctx, epoch: int, offsets: dict[int, int], forgotten: tuple[int, ...] = ()
+) -> tuple[ErrorCode, list[tuple[int, int, int]]]:
+    """Broker 2 fetches, listing `offsets` (partition: fetch offset) of topic T and forgetting
+    `forgotten`: the answer's error and its (partition, HW, records)."""
+    from protocols.replication import FetchPartition, ForgottenPartition  # noqa: PLC0415
+
+    request = FetchRequest(
+        2, 0, 1,
+        tuple(FetchPartition("T", p, offset) for p, offset in offsets.items()),
+        session_epoch=epoch,
+        forgotten=tuple(ForgottenPartition("T", p) for p in forgotten),
+    )
+    [send] = _sends(broker.on_message(ctx, Inbound(broker_address(2), request, 9, 2)), FetchResponse)
+    answer = send.message
+    return answer.error_code, [(a.partition, a.high_watermark, sum(b.count for b in a.records)) for a in answer.partitions]
+
+
+def test_the_leader_reads_its_whole_session_and_refuses_an_unknown_session_or_a_stale_epoch() -> None:
+    """`FetchManager.newContext`: an incremental request updates the session, which is read
+    whole; one for a session the leader does not hold, or with another epoch than the next,
+    is refused without reading (and leaves the session as it was)."""
+    broker, ctx = _leader_of_two("3.9")
+    assert _session_fetch(broker, ctx, 1, {}) == (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, [])
+    assert _session_fetch(broker, ctx, 0, {0: 0, 1: 0}) == (ErrorCode.NONE, [(0, 0, 2), (1, 0, 0)])
+    # T-0 moved to 2 (its HW moves after the read); T-1 is read from the session, as it was.
+    assert _session_fetch(broker, ctx, 1, {0: 2}) == (ErrorCode.NONE, [])
+    assert _session_fetch(broker, ctx, 1, {0: 0}) == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, [])
+    # Nothing listed: T-0 is read at 2 still (the refused request changed nothing), with HW 2.
+    assert _session_fetch(broker, ctx, 2, {}) == (ErrorCode.NONE, [(0, 2, 0)])
+    # T-1 gets a record: answered while in the session, not once it has left it.
+    broker.state.partitions[TopicPartition("T", 1)].log.append_as_leader(Out(), ("c",), 0, (-1, -1, -1))
+    assert _session_fetch(broker, ctx, 3, {}, forgotten=(1,)) == (ErrorCode.NONE, [])
+    assert _session_fetch(broker, ctx, 4, {1: 0}) == (ErrorCode.NONE, [(1, 0, 1)])
