@@ -69,7 +69,7 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
     readable = 0
     immediate = req.max_wait_ms <= 0 or not fetched
     replica = req.replica_id
-    reads = []
+    reads: list[_Read | None] = []
     partitions = b.state.partitions
     now = ctx.now_ms
     for fp in fetched:
@@ -92,7 +92,7 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
                     and (fp.last_fetched_epoch == log.epochs.latest_epoch or _diverging_epoch(log, fp) is None)
                 ):
                     partition.followers[replica] = update_fetch_state(state, end, now, end)
-                    reads.append(_Read(ErrorCode.NONE, log.high_watermark, (), None, partition, log.log_start_offset))
+                    reads.append(None)  # read when answering, if this fetch is answered now
                     continue
         read = _read_partition(b, fp, replica)
         reads.append(read)
@@ -297,12 +297,16 @@ def complete_fetch(b: Broker, out: Out, op_id: int) -> None:
 
 
 def _session_answers(
-    b: Broker, req: FetchRequest, fetched: tuple[FetchPartition, ...], reads: list[_Read]
+    b: Broker, req: FetchRequest, fetched: tuple[FetchPartition, ...], reads: list[_Read | None]
 ) -> tuple[FetchedPartition, ...]:
     """KIP-227's `IncrementalFetchContext`: a follower's request in a session it opened earlier
     is answered with only the partitions that carry records, an error, a diverging epoch or a
     HW other than the one last sent in the session (`CachedPartition.maybeUpdateResponseData`).
-    Epoch 0 and a consumer get every partition."""
+    Epoch 0 and a consumer get every partition.
+
+    A read of None is a follower's idle partition (`on_fetch`): no records and no error, and the
+    HW and log start it would have read, which nothing in the same handler changes, are read
+    here, so a fetch that waits in the purgatory builds no read for it at all."""
     pairs = zip(fetched, reads, strict=True)
     if req.replica_id < 0:
         return tuple(_answer(fp, read) for fp, read in pairs)
@@ -312,8 +316,15 @@ def _session_answers(
     sent: dict[TopicPartition, int] = {}
     kept = []
     none = ErrorCode.NONE
+    partitions = b.state.partitions
     for fp, read in pairs:
         tp = (fp.topic, fp.partition)
+        if read is None:
+            log = partitions[tp].log  # type: ignore[index]
+            hw = sent[tp] = log.high_watermark  # type: ignore[index]
+            if previous is None or previous.get(tp) != hw:  # type: ignore[call-overload]
+                kept.append(FetchedPartition(fp.topic, fp.partition, none, hw, (), None, log.log_start_offset))
+            continue
         hw = read.high_watermark if read.error_code is none else -1
         sent[tp] = hw  # type: ignore[index]
         if (
