@@ -77,7 +77,10 @@ def start_following(b: Broker, ctx: Ctx, out: Out, partition: Partition) -> None
     else:
         phase = FetchPhase.FETCHING  # an empty log has nothing to truncate
     session = b.state.sessions.setdefault(partition.leader, FetchSession(partition.leader))
-    session.partitions[partition.tp] = FollowedPartition(partition.tp, partition.leader_epoch, phase)
+    followed = session.partitions
+    followed[partition.tp] = FollowedPartition(partition.tp, partition.leader_epoch, phase)
+    if any(tp > partition.tp for tp in followed):  # kept in order: a fetch lists them so
+        session.partitions = dict(sorted(followed.items()))
     maybe_send(b, ctx, out, session)
 
 
@@ -87,7 +90,7 @@ def maybe_send(b: Broker, ctx: Ctx, out: Out, session: FetchSession) -> None:
     if session.in_flight is not None:
         return
     now = ctx.now_ms
-    ready = [f for tp, f in sorted(session.partitions.items()) if f.backoff_until_ms <= now]
+    ready = [f for f in session.partitions.values() if f.backoff_until_ms <= now]
     request, sent = _next_request(b, ready, session)
     if request is None:
         waiting = [f.backoff_until_ms for f in session.partitions.values() if f.backoff_until_ms > now]

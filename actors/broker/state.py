@@ -94,6 +94,7 @@ class FetchSession:
 
     leader: int
     partitions: dict[TopicPartition, FollowedPartition] = field(default_factory=dict)
+    """The partitions followed from this leader, in (topic, partition) order."""
     in_flight: int | None = None
     """The correlation id of the request in flight."""
     sent: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
