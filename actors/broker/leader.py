@@ -80,17 +80,15 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
             # the same through four calls).
             partition = partitions.get((fp.topic, fp.partition))  # type: ignore[call-overload]
             if partition is not None and partition.role is Role.LEADER:
-                log = partition.log
-                end = log.log_end_offset
                 state = partition.followers.get(replica)
                 if (
                     state is not None
-                    and fp.fetch_offset == end == state.log_end_offset
-                    and fp.current_leader_epoch == partition.leader_epoch
+                    and state.log_end_offset == fp.fetch_offset
                     and replica in partition.isr
                     and replica in partition.replicas
-                    and (fp.last_fetched_epoch == log.epochs.latest_epoch or _diverging_epoch(log, fp) is None)
+                    and _caught_up(partition, fp)
                 ):
+                    end = fp.fetch_offset
                     partition.followers[replica] = update_fetch_state(state, end, now, end)
                     reads.append(None)  # read when answering, if this fetch is answered now
                     continue
@@ -172,15 +170,7 @@ def _read_partition(b: Broker, fp: FetchPartition, replica_id: int) -> _Read:
     log = partition.log
     end = log.log_end_offset
     offset = fp.fetch_offset
-    if (
-        replica_id >= 0
-        and offset == end
-        and fp.current_leader_epoch == partition.leader_epoch
-        and (fp.last_fetched_epoch == log.epochs.latest_epoch or _diverging_epoch(log, fp) is None)
-    ):
-        # Most partitions of a follower's fetch: caught up, on the leader's current epoch, with
-        # no divergence; so no fencing and nothing to read (the checks below would say so). An
-        # idle partition's last fetched epoch stays the one before the last leader change.
+    if replica_id >= 0 and _caught_up(partition, fp):
         return _Read(ErrorCode.NONE, log.high_watermark, (), None, partition, log.log_start_offset)
     if fp.current_leader_epoch >= 0 and fp.current_leader_epoch != partition.leader_epoch:
         fenced = _check_leader_epoch(b, partition, fp.current_leader_epoch)
@@ -197,6 +187,19 @@ def _read_partition(b: Broker, fp: FetchPartition, replica_id: int) -> _Read:
     bound = end if replica_id >= 0 else hw
     batches = log.read(offset, bound, fp.partition_max_bytes) if offset < bound else ()
     return _Read(ErrorCode.NONE, hw, batches, None, partition, log.log_start_offset)
+
+
+def _caught_up(partition: Partition, fp: FetchPartition) -> bool:
+    """Most partitions of a follower's fetch: it asks from the leader's LEO, on the leader's
+    current epoch, with no divergence; so no fencing and nothing to read (the general checks of
+    `_read_partition` would say so). An idle partition's last fetched epoch stays the one before
+    the last leader change."""
+    log = partition.log
+    return (
+        fp.fetch_offset == log.log_end_offset
+        and fp.current_leader_epoch == partition.leader_epoch
+        and (fp.last_fetched_epoch == log.epochs.latest_epoch or _diverging_epoch(log, fp) is None)
+    )
 
 
 def _diverging_epoch(log: PartitionLog, fp: FetchPartition) -> EpochEndOffset | None:
