@@ -162,9 +162,9 @@ class PartitionLog:
         if self.batches:
             self.log_start_offset = max(self.log_start_offset, self.batches[0].base_offset)
         self.producers = ProducerStateManager.rebuilt(self.batches)
-        self._ended()
+        self._update_log_end_offset()
 
-    def _ended(self) -> None:
+    def _update_log_end_offset(self) -> None:
         self.log_end_offset = self._ends[-1] if self._ends else self._segments[-1]
 
     @property
@@ -276,7 +276,7 @@ class PartitionLog:
         del self._positions[kept:]
         del self._times[kept:]
         del self._segments[bisect_right(self._segments, offset) :]
-        self._ended()
+        self._update_log_end_offset()
         out.truncate(log_file(self.tp), kept)
         if cut is not None:
             self._append(out, (cut.slice(cut.base_offset, offset),), time)
@@ -294,7 +294,7 @@ class PartitionLog:
         for column in (self._ends, self._positions, self._times):
             del column[:]
         self._segments = array("q", (offset,))
-        self._ended()
+        self._update_log_end_offset()
         out.truncate(log_file(self.tp), 0)
         self.producers = ProducerStateManager()
         self.high_watermark = offset
@@ -412,7 +412,7 @@ class PartitionLog:
         for column in (self._ends, self._positions, self._times):
             del column[:count]
         del self._segments[: len(deletable)]
-        self._ended()
+        self._update_log_end_offset()
         out.append(DeleteHead(log_file(self.tp), count))
         out.emit(
             "log_segments_deleted",
@@ -439,7 +439,7 @@ class PartitionLog:
     def _append(self, out: Out, batches: tuple[RecordBatch, ...], now_ms: int) -> None:
         self.batches.extend(batches)
         self._ends.extend(batch.end_offset for batch in batches)
-        self._ended()
+        self._update_log_end_offset()
         position = self._position_before(len(self._positions))
         for batch in batches:
             position += batch.size_bytes
