@@ -4,9 +4,10 @@ Every actor logs through its own structlog logger, configured here and nowhere e
 processor chain is plain callables: `add_sim_time` stamps `ts_ms` from the simulated clock (never
 a `TimeStamper`), and orjson renders the line. The required fields come first (`ts_ms`, `run_id`,
 `seed`, `node`, `actor`, `event`) because the bound context holds them in that order, `ts_ms` and
-`event` as placeholders that keep their places when structlog fills them in. The logger at the end does not write: it
-buffers `(ts_ms, line, event_dict)` for the kernel, which merges the buffers of all actors in a
-fixed order and writes them, so the log never depends on thread timing.
+`event` as placeholders that keep their places when structlog fills them in. The logger at the
+end does not write: it buffers `(ts_ms, line, event_dict)` for the kernel, which merges the
+buffers of all actors in a fixed order and writes them, so the log never depends on thread
+timing.
 
 The event catalogue is docs/log-schema.md.
 """
