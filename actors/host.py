@@ -3,8 +3,9 @@
 `PykkaHost` gives each simulated actor its own Pykka `ThreadingActor` (a daemon thread, so a
 failed run can never hang the process). It is a thin adapter with no protocol logic: it receives
 a window's deliveries as one message and puts the runtime's `WindowResult` into the window's
-`Batch`, so there is one thread hand-off per actor per window, not one per event, and the kernel
-wakes once per window, not once per actor (measured: the cost of a simulation is the number
+`Batch`, so there is one thread hand-off per actor per window, not one per event; the actor
+putting in the last result runs the kernel's next step itself (`Batch.on_complete`), so the
+kernel's thread is not woken between windows (measured: the cost of a simulation is the number
 of thread hand-offs; docs/performance.md).
 
 `DirectHost` runs the same runtime in the caller's thread. It is the reference the Pykka path is
@@ -30,6 +31,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 import pykka
@@ -75,17 +77,19 @@ class SingleCpu:
 
 
 class Batch:
-    """The results of one window, one slot per busy actor; `wait()` returns when all are in.
+    """The results of one window, one slot per busy actor.
 
-    The kernel blocks on a bare lock that the last result releases: one acquire and one release
-    per window, where an `Event` runs a condition variable's Python code on both sides."""
+    Either the kernel waits for them (`wait()` returns when all are in: it blocks on a bare lock
+    that the last result releases, one acquire and one release per window), or `on_complete`
+    is set and the thread that puts in the last result calls it (the kernel's relay)."""
 
-    __slots__ = ("_all_in", "_lock", "_remaining", "results")
+    __slots__ = ("_all_in", "_lock", "_remaining", "on_complete", "results")
 
     def __init__(self, size: int) -> None:
         self._lock = threading.Lock()
         self._all_in = threading.Lock()
         self._all_in.acquire()  # held except between the last result and `wait()` taking it back
+        self.on_complete: Callable[[], None] | None = None
         self.reset(size)
 
     def reset(self, size: int) -> None:
@@ -99,7 +103,10 @@ class Batch:
             self._remaining -= 1
             last = self._remaining == 0
         if last:
-            self._all_in.release()
+            if self.on_complete is not None:
+                self.on_complete()
+            else:
+                self._all_in.release()
 
     def wait(self) -> list[WindowResult | BaseException | None]:
         if self.results:
@@ -148,6 +155,10 @@ def wait_stopped(pending: list[Any]) -> None:
             future.get()
 
 
+class _Ident(NamedTuple):
+    pass
+
+
 class _PykkaActor(pykka.ThreadingActor):
     use_daemon_thread = True
 
@@ -175,26 +186,38 @@ class _PykkaActor(pykka.ThreadingActor):
             return self._runtime.snapshot(message.now_ms)
         if isinstance(message, _Pausing):
             return self._runtime.pausing(message.now_ms)
+        if isinstance(message, _Ident):
+            return threading.get_ident()
         return super().on_receive(message)
 
 
 class PykkaHost:
     """One Pykka `ThreadingActor` per simulated actor."""
 
-    __slots__ = ("_ref",)
+    __slots__ = ("_ref", "_runtime", "_thread")
 
     def __init__(self, runtime: ActorRuntime) -> None:
         self._ref = _PykkaActor.start(runtime)
+        self._runtime = runtime
+        self._thread: int = self._ref.ask(_Ident())
 
     def submit(
         self, start_ms: int, end_ms: int, deliveries: list[Delivery], batch: Batch, slot: int
     ) -> None:
         self._ref.tell(_RunWindow(start_ms, end_ms, deliveries, batch, slot))
 
+    # Between windows the kernel's relay may run on this actor's own thread (a run's stop
+    # condition asking for a snapshot): asking itself would wait forever, and its runtime is
+    # idle there, so it is called directly.
+
     def snapshot(self, now_ms: int) -> dict[str, Any]:
+        if threading.get_ident() == self._thread:
+            return self._runtime.snapshot(now_ms)
         return self._ref.ask(_Snapshot(now_ms))
 
     def pausing(self, now_ms: int) -> int | None:
+        if threading.get_ident() == self._thread:
+            return self._runtime.pausing(now_ms)
         return self._ref.ask(_Pausing(now_ms))
 
     def stop(self) -> Any:

@@ -5,6 +5,8 @@ the next event and is at most the network's minimum latency long, so nothing sen
 arrive inside it. Every actor with something to do in the window gets all of it in one hand-off
 (`actors.runtime`); the kernel submits to all busy actors, then collects from them in address
 order, and merges what they did (log lines, sends, disk writes) by `(time, address, sequence)`.
+Under Pykka the thread of the actor that finishes a window last runs that merge and opens the
+next window (`_relay`); only what must not run on an actor's thread comes back to `run`'s.
 That order, and the network's seeded draws made in it, are all that decide the next window: the
 same scenario and seed give a byte-identical event log, whatever the threads did.
 
@@ -27,11 +29,12 @@ from __future__ import annotations
 import hashlib
 import heapq
 import random
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from actors.core import Address, Behavior
 from actors.host import Batch, DirectHost, Host, PykkaHost, SingleCpu, wait_stopped
@@ -160,6 +163,12 @@ class Kernel:
         self.dropped = 0
         self.windows = 0
         self._batch = Batch(0)  # one per kernel, reset each window: every slot is in before the next
+        self._window_end = 0
+        self._window_busy: list[Address] = []
+        self._relay_goal = _Goal(0)
+        self._relay_out: tuple[int, int] | StopReason | BaseException | _Exits | None = None
+        self._relay_done = threading.Lock()
+        self._relay_done.acquire()  # released by the relay's last step, taken back by `run`
 
     # ----------------------------------------------------------------- nodes and actors
 
@@ -338,25 +347,104 @@ class Kernel:
     ) -> StopReason:
         """Process every event before `until_ms`, or stop early when `condition()` holds
         (checked after each window) or when `max_events` handler calls have run."""
+        goal = _Goal(until_ms, condition, max_events)
+        step = self._next_step(goal)
         while True:
-            if condition is not None and condition():
-                return StopReason.CONDITION
-            if max_events is not None and self.handled >= max_events:
-                return StopReason.EVENT_LIMIT
-            start = self._next_event_ms()
-            if start is None or start >= until_ms:
-                self.now_ms = max(self.now_ms, until_ms)
-                self._write(self._log.take())
-                return StopReason.UNTIL
-            self.now_ms = start
-            if self._kernel_events and self._kernel_events[0][0] == start:
-                self._run_kernel_events(start)
+            if step is None:
+                self._run_kernel_events(self.now_ms)
+            elif isinstance(step, StopReason):
+                if step is StopReason.UNTIL:
+                    self.now_ms = max(self.now_ms, until_ms)
+                    self._write(self._log.take())
+                return step
+            elif self._host_kind is HostKind.PYKKA:
+                step = self._relay_windows(goal, step)
                 continue
-            end = min(start + self.network.lookahead_ms, until_ms)
-            if self._kernel_events:
-                end = min(end, self._kernel_events[0][0])
-            self._run_window(start, end)
-            self.now_ms = end
+            else:
+                self._open_window(*step)
+                self._batch.wait()
+                self._finish(self._close_window(), step[1])
+            step = self._next_step(goal)
+
+    def _next_step(self, goal: _Goal) -> tuple[int, int] | StopReason | None:
+        """What comes after the last window: the next window `(start, end)`, a reason to stop,
+        or None when kernel events are due now (the time is then theirs)."""
+        if goal.condition is not None and goal.condition():
+            return StopReason.CONDITION
+        if goal.max_events is not None and self.handled >= goal.max_events:
+            return StopReason.EVENT_LIMIT
+        start = self._next_event_ms()
+        if start is None or start >= goal.until_ms:
+            return StopReason.UNTIL
+        self.now_ms = start
+        kernel_events = self._kernel_events
+        if kernel_events and kernel_events[0][0] == start:
+            return None
+        end = min(start + self.network.lookahead_ms, goal.until_ms)
+        if kernel_events:
+            end = min(end, kernel_events[0][0])
+        return start, end
+
+    def _finish(self, exits: list[tuple[str, int]], end_ms: int) -> None:
+        for node, ts_ms in exits:  # after the window's lines: the exit is logged after what led to it
+            self._exited(node, ts_ms)
+        self.now_ms = end_ms
+
+    def _relay_windows(self, goal: _Goal, first: tuple[int, int]) -> tuple[int, int] | StopReason | None:
+        """Run windows from `first` on, each one opened by the thread of the last actor to
+        finish the one before (`_relay`), until a step needs `run`'s thread: kernel events
+        (they stop and start actors), a process exit, a stop, or a failure (raised here).
+        Returns the step `run` takes next.
+
+        The kernel waiting for every window's results cost two thread hand-offs per window on
+        top of one per busy actor; now the actor that finishes a window last hands straight to
+        the next window's actors, or to itself through its own inbox, for nothing. The windows,
+        their order and what they merge are the same whoever's thread runs the kernel's code:
+        one thread does at a time, and every hand-off is a queue or a lock."""
+        self._relay_goal = goal
+        batch = self._batch
+        batch.on_complete = self._relay
+        try:
+            if not self._open_window(*first):
+                self._relay()
+            try:
+                self._relay_done.acquire()
+            except KeyboardInterrupt:  # a second Ctrl-C: let the window end, then raise
+                goal.interrupted = True
+                self._relay_done.acquire()
+                raise
+        finally:
+            batch.on_complete = None
+        out, self._relay_out = self._relay_out, None
+        if isinstance(out, BaseException):
+            raise out
+        if isinstance(out, _Exits):
+            self._finish(out.exits, out.end_ms)
+            return self._next_step(goal)
+        return out
+
+    def _relay(self) -> None:
+        """Close the window whose last result just came in and open the next, on this thread;
+        leave to `run`'s thread what needs it (`_relay_windows`)."""
+        goal = self._relay_goal
+        out: tuple[int, int] | StopReason | BaseException | _Exits | None
+        try:
+            while True:
+                end = self._window_end
+                exits = self._close_window()
+                if exits:
+                    out = _Exits(exits, end)
+                    break
+                self.now_ms = end
+                out = self._next_step(goal)
+                if type(out) is not tuple or goal.interrupted:
+                    break
+                if self._open_window(*out):
+                    return  # the last of its actors goes on from here
+        except BaseException as exc:  # noqa: BLE001 - raised again in `run`'s thread
+            out = exc
+        self._relay_out = out
+        self._relay_done.release()
 
     def shutdown(self) -> None:
         """Stop every actor (their Pykka threads end) and flush the log."""
@@ -465,18 +553,31 @@ class Kernel:
             busy.add(address)
         return sorted(busy)
 
-    def _run_window(self, start_ms: int, end_ms: int) -> None:
+    def _open_window(self, start_ms: int, end_ms: int) -> bool:
+        """Hand every busy actor its part of the window; False if none is busy (nothing to
+        wait for: `_close_window` may follow at once)."""
         self.windows += 1
+        self._window_end = end_ms
         by_actor = self._take_deliveries(end_ms)
         busy = self._busy_actors(by_actor, end_ms)
+        self._window_busy = busy
         batch = self._batch
         batch.reset(len(busy))
+        if not busy:
+            return False
+        hosts, nodes = self._hosts, self._nodes
         for slot, address in enumerate(busy):
-            actor_start = max(start_ms, self._nodes[address.node].paused_until)
-            self._hosts[address].submit(actor_start, end_ms, by_actor.get(address, []), batch, slot)
+            actor_start = max(start_ms, nodes[address.node].paused_until)
+            hosts[address].submit(actor_start, end_ms, by_actor.get(address, []), batch, slot)
+        return True
+
+    def _close_window(self) -> list[tuple[str, int]]:
+        """Merge what the window's actors did (every result is in), in address order; return
+        the nodes whose processes exited in it, and when."""
+        busy = self._window_busy
         results: list[tuple[Address, WindowResult]] = []
         failures: list[HandlerError] = []
-        for address, outcome in zip(busy, batch.wait(), strict=True):
+        for address, outcome in zip(busy, self._batch.results, strict=True):
             if isinstance(outcome, WindowResult):
                 results.append((address, outcome))
             elif isinstance(outcome, HandlerError):
@@ -499,8 +600,7 @@ class Kernel:
             if result.exited is not None:
                 exits.append((address.node, result.exited))
         self._write(_merged([kernel_lines, self._log.take(), *[r.lines for _, r in results]], _line_ts))
-        for node, ts_ms in exits:  # after the window's lines: the exit is logged after what led to it
-            self._exited(node, ts_ms)
+        return exits
 
     def _route(self, results: list[tuple[Address, WindowResult]]) -> None:
         """Hand every send to the network in (time, sender, sequence) order."""
@@ -604,6 +704,24 @@ class Kernel:
             raise SimulationFailed(
                 self.seed, first.ts_ms, first.node, f"invariant {first.invariant}", first.detail
             )
+
+
+@dataclass(slots=True)
+class _Goal:
+    """Where a `Kernel.run` stops."""
+
+    until_ms: int
+    condition: Callable[[], bool] | None = None
+    max_events: int | None = None
+    interrupted: bool = False
+    """Set when `run`'s thread was interrupted: the relay stops at the end of its window."""
+
+
+class _Exits(NamedTuple):
+    """Processes that exited in the window ending at `end_ms`: `run`'s thread takes them down."""
+
+    exits: list[tuple[str, int]]
+    end_ms: int
 
 
 def _merged(sources: list[list[Any]], key: Callable[[Any], int]) -> Iterable[Any]:

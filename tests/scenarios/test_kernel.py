@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -185,6 +187,60 @@ def test_run_until_a_condition_or_an_event_limit() -> None:
         handled = cluster.kernel.handled
         assert cluster.run(for_ms=10**9, max_events=handled + 10) is StopReason.EVENT_LIMIT
         assert handled + 10 <= cluster.kernel.handled < handled + 20
+
+
+_ASK_EVERYONE = """
+import sys, threading
+from sim.cluster import Cluster
+from sim.scenario import parse_scenario
+from tests.scenarios.test_kernel import FAULTY
+threads = set()
+def ask_everyone(cluster):
+    threads.add(threading.get_ident())
+    return not all(cluster.state(a.node, a.actor) is not None for a in cluster.actors())
+with Cluster(parse_scenario(FAULTY, "test", ["run.seed=3"])) as cluster:
+    cluster.run(until=lambda: ask_everyone(cluster))
+    print(cluster.kernel.event_log.digest, len(threads - {threading.get_ident()}))
+"""
+
+
+def test_windows_run_on_actor_threads_and_a_condition_may_ask_any_actor() -> None:
+    """Under Pykka the actor that finishes a window last runs the kernel's next step, stop
+    conditions included: a condition asking every actor for its state (the relay's own actor
+    among them) neither waits forever nor changes the log. In a child process, so that a
+    wait forever fails the test instead of hanging it."""
+    done = subprocess.run(
+        [sys.executable, "-c", _ASK_EVERYONE], capture_output=True, text=True, timeout=120, check=True
+    )
+    digest, actor_threads = done.stdout.split()
+    assert digest == _digest(3, HostKind.DIRECT)
+    assert int(actor_threads) >= 2  # the condition ran on actors' threads
+
+
+def test_a_run_stopped_at_any_window_and_resumed_writes_the_same_log() -> None:
+    """An exception from a stop condition reaches `run`'s caller from whichever thread ran
+    it, between two windows; running on from there gives the log of a run never stopped."""
+    calls = 0
+
+    def stop_every_100th() -> bool:
+        nonlocal calls
+        calls += 1
+        if calls % 100 == 0:
+            raise LookupError(calls)
+        return False
+
+    stops = 0
+    with Cluster(_scenario(5)) as cluster:
+        end = cluster.scenario.get("run", "duration.ms")
+        while True:
+            try:
+                cluster.run(until_ms=end, until=stop_every_100th)
+                break
+            except LookupError:
+                stops += 1
+        digest = cluster.kernel.event_log.digest
+    assert stops >= 5
+    assert digest == _digest(5)
 
 
 def test_a_handler_exception_fails_the_run_with_seed_and_event_and_a_readable_log(
