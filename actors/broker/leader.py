@@ -295,8 +295,21 @@ def complete_fetch(b: Broker, out: Out, op_id: int) -> None:
     op = b.state.delayed_fetches.pop(op_id)
     if op is None:
         return
-    reads = [_read_partition(b, fp, op.request.replica_id) for fp in op.partitions]
+    replica = op.request.replica_id
+    if replica < 0:
+        reads: list[_Read | None] = [_read_partition(b, fp, replica) for fp in op.partitions]
+    else:
+        reads = [_idle_or_read(b, fp, replica) for fp in op.partitions]
     out.reply(op.inbound, FetchResponse(_session_answers(b, op.request, op.partitions, reads)))
+
+
+def _idle_or_read(b: Broker, fp: FetchPartition, replica_id: int) -> _Read | None:
+    """A follower's partition read again: None (idle, see `_session_answers`) when it is caught
+    up, as most of a session's partitions are when a parked fetch completes."""
+    partition = b.state.partitions.get((fp.topic, fp.partition))  # type: ignore[call-overload]
+    if partition is not None and partition.role is Role.LEADER and _caught_up(partition, fp):
+        return None
+    return _read_partition(b, fp, replica_id)
 
 
 def _session_answers(
