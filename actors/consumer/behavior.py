@@ -106,6 +106,8 @@ _METADATA_ERRORS = frozenset(
 )
 _GROUP_REQUESTS = frozenset({"join", "sync", "heartbeat", "commit", "offset_fetch", "leave"})
 """The requests a consumer sends to its group coordinator."""
+NEVER_REFRESHED_MS = -(2**62)
+"""`Metadata.lastRefreshMs` before the first answer: long enough ago for any back-off."""
 RECONNECT_BACKOFF_MS = 50
 """`reconnect.backoff.ms`: how long a broker whose connection failed is not fetched from."""
 RECONNECT_BACKOFF_MAX_MS = 1000
@@ -166,6 +168,8 @@ class Consumer:
         self.reconnect_backoff_ms: dict[int, int] = {}
         """Broker -> the back-off after its last failed connection, while it keeps failing."""
         self.metadata_in_flight: int | None = None
+        self.metadata_refreshed_ms = NEVER_REFRESHED_MS
+        """When the last metadata request was answered or failed (`Metadata.lastRefreshMs`)."""
         self.offset_fetch_in_flight: int | None = None
         self.list_offsets_in_flight: set[int] = set()
         self.rng: Any = None
@@ -1162,13 +1166,22 @@ class Consumer:
     # ------------------------------------------------------------------ metadata and coordinator
 
     def _request_metadata(self, out: Out) -> None:
+        """`Metadata.requestUpdate`: the request goes out once `retry.backoff.ms` has passed
+        since the last answer or failure (`Metadata.timeToAllowUpdate`), so a consumer told
+        again and again that its metadata is stale (a fetch from a broker that restarted and
+        leads nothing yet) asks at most ten times a second, not once per round trip."""
         if self.metadata_in_flight is not None or self.app is App.STOPPED:
+            return
+        wait = self.metadata_refreshed_ms + self.config.retry_backoff_ms - self.now_ms
+        if wait > 0:
+            out.set_timer("metadata", wait)
             return
         broker = self._any_broker()
         self.metadata_in_flight = self._send(out, broker, "metadata", broker_address(broker), MetadataRequest(self.config.topics))
 
     def _on_metadata(self, out: Out, resp: MetadataResponse) -> None:
         self.metadata_in_flight = None
+        self.metadata_refreshed_ms = self.now_ms
         missing = False
         for p in resp.partitions:
             if p.partition < 0:
@@ -1278,6 +1291,7 @@ class Consumer:
             self.fetcher.in_flight.pop(broker, None)
         elif kind == "metadata":
             self.metadata_in_flight = None
+            self.metadata_refreshed_ms = self.now_ms  # `Metadata.failedUpdate`
             self.find_target += 1
             out.set_timer("metadata", self.config.retry_backoff_ms)
         elif kind == "find":
