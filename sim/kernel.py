@@ -593,9 +593,10 @@ class Kernel:
             self.delivered += result.delivered
             self.handled += result.delivered + result.timers
             self.rejected_frames += result.rejected
-            disk = self._nodes[address.node].disk
-            for command in result.disk:
-                disk.apply(command)
+            if result.disk:
+                disk = self._nodes[address.node].disk
+                for command in result.disk:
+                    disk.apply(command)
             self._set_next_timer(address, result.next_timer_ms)
             if result.exited is not None:
                 exits.append((address.node, result.exited))
