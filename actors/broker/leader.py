@@ -18,7 +18,7 @@ from actors.broker import produce
 from actors.broker.config import controller_address
 from actors.broker.partition import Partition, PendingIsr, Role
 from actors.broker.partition_log import PartitionLog
-from actors.broker.replica_state import can_join_isr, out_of_sync_replicas, update_fetch_state
+from actors.broker.replica_state import can_join_isr, fetched_at_end, out_of_sync_replicas
 from actors.broker.state import DelayedFetch, LeaderFetchSession
 from actors.core import Ctx, Inbound, Out
 from protocols.errors import ErrorCode
@@ -89,7 +89,7 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
                     and _caught_up(partition, fp)
                 ):
                     end = fp.fetch_offset
-                    partition.followers[replica] = update_fetch_state(state, end, now, end)
+                    partition.followers[replica] = fetched_at_end(state, end, now)
                     reads.append(None)  # read when answering, if this fetch is answered now
                     continue
         read = _read_partition(b, fp, replica)

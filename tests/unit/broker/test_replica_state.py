@@ -5,6 +5,7 @@ from __future__ import annotations
 from actors.broker.replica_state import (
     ReplicaState,
     can_join_isr,
+    fetched_at_end,
     high_watermark,
     is_caught_up,
     out_of_sync_replicas,
@@ -23,6 +24,20 @@ LAG = 30000
 def test_fetch_at_the_leaders_end_marks_the_follower_caught_up_now() -> None:
     s = update_fetch_state(ReplicaState(), fetch_offset=5, fetch_time_ms=100, leader_end_offset=5)
     assert s == ReplicaState(5, 100, 5, 100)
+
+
+def test_the_idle_fetch_shortcut_is_the_general_rule_at_the_leaders_end() -> None:
+    """`fetched_at_end` (an idle partition of a follower's fetch) gives what
+    `update_fetch_state` gives for a fetch from the leader's LEO, whatever the state before."""
+    states = [
+        ReplicaState(),
+        ReplicaState(5, 100, 5, 100),
+        ReplicaState(3, 40, 9, 150),  # behind, and the leader's end was past this one
+        ReplicaState(7, 200, 7, 200),
+    ]
+    for state in states:
+        for end in (5, 7, 8):
+            assert fetched_at_end(state, end, 250) == update_fetch_state(state, end, 250, end)
 
 
 def test_fetch_behind_but_past_the_previous_leader_end_counts_the_previous_fetch_time() -> None:
