@@ -19,7 +19,7 @@ from actors.broker.config import controller_address
 from actors.broker.partition import Partition, PendingIsr, Role
 from actors.broker.partition_log import PartitionLog
 from actors.broker.replica_state import can_join_isr, fetched_at_end, out_of_sync_replicas
-from actors.broker.state import DelayedFetch, LeaderFetchSession
+from actors.broker.state import DelayedFetch, LeaderFetchSession, Rest
 from actors.core import Ctx, Inbound, Out
 from protocols.errors import ErrorCode
 from protocols.metadata import IsrUpdateRequest, IsrUpdateResponse
@@ -72,7 +72,13 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
     reads: list[_Read | None] = []
     partitions = b.state.partitions
     now = ctx.now_ms
+    session = b.state.fetch_sessions.get(replica) if replica >= 0 else None
+    resting = session.resting if session is not None else {}
     for fp in fetched:
+        rest = resting.get((fp.topic, fp.partition)) if resting else None  # type: ignore[call-overload]
+        if rest is not None and _still_resting(b, rest, replica):
+            reads.append(RESTING)
+            continue
         if replica >= 0:
             # Most partitions of a follower's fetch are idle: the follower is in the ISR, caught
             # up, and asks what it asked last time. Reading and the fetch-state update then
@@ -101,6 +107,8 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
             readable += batch.size_bytes
         if replica >= 0:
             _follower_fetched(b, ctx, out, read.partition, fp, replica)
+    if session is not None:
+        session.last_fetch_ms = now
     if immediate or readable >= req.min_bytes:
         out.reply(inbound, FetchResponse(_session_answers(b, req, fetched, reads)))
         return
@@ -121,6 +129,8 @@ def _session_partitions(b: Broker, req: FetchRequest) -> tuple[tuple[FetchPartit
     session = sessions.get(req.replica_id)
     # Keyed by plain (topic, partition) tuples, equal to the TopicPartition they stand for.
     if req.session_epoch <= 0:
+        if session is not None:
+            _wake_all(session)
         held = {(fp.topic, fp.partition): fp for fp in req.partitions}
         # The HWs last sent stay until this request's full answer replaces them.
         sent = session.sent_high_watermarks if session is not None else {}
@@ -131,17 +141,64 @@ def _session_partitions(b: Broker, req: FetchRequest) -> tuple[tuple[FetchPartit
     if req.session_epoch != session.epoch:
         return (), ErrorCode.INVALID_FETCH_SESSION_EPOCH  # a duplicate or a stale request
     held = session.partitions
+    resting = session.resting
     for gone in req.forgotten:
-        held.pop((gone.topic, gone.partition), None)  # type: ignore[call-overload]
+        tp = (gone.topic, gone.partition)
+        held.pop(tp, None)  # type: ignore[call-overload]
+        session.sent_high_watermarks.pop(tp, None)  # type: ignore[call-overload]
+        if tp in resting:
+            resting[tp].partition.wake()  # type: ignore[index]
     joined = False
     for fp in req.partitions:
         tp = (fp.topic, fp.partition)
         joined = joined or tp not in held
         held[tp] = fp  # type: ignore[index]
+        if tp in resting:  # the follower's position moved
+            resting[tp].partition.wake()  # type: ignore[index]
     if joined:  # in the follower's order again, which is what it would have listed in full
         session.partitions = held = dict(sorted(held.items()))
     session.epoch += 1
     return tuple(held.values()), ErrorCode.NONE
+
+
+def _still_resting(b: Broker, rest: Rest, replica: int) -> bool:
+    """Whether a resting partition is as it came to rest, so that reading it would find it idle
+    again: the same partition, led in the same epoch, with the same LEO, HW, ISR and replicas,
+    and the follower state nothing else has touched. One that has changed is woken."""
+    partition = rest.partition
+    log = partition.log
+    if (
+        b.state.partitions.get(partition.tp) is partition
+        and partition.role is Role.LEADER
+        and partition.leader_epoch == rest.leader_epoch
+        and log.log_end_offset == rest.log_end_offset
+        and log.high_watermark == rest.high_watermark
+        and partition.isr is rest.isr
+        and partition.replicas is rest.replicas
+        and partition.followers.get(replica) is rest.state
+    ):
+        return True
+    partition.wake()
+    return False
+
+
+def _wake_all(session: LeaderFetchSession) -> None:
+    for rest in list(session.resting.values()):
+        rest.partition.wake()
+
+
+def _come_to_rest(session: LeaderFetchSession, tp: TopicPartition, partition: Partition, replica: int, fp: FetchPartition, hw: int) -> None:
+    """An idle partition just answered (or left out) with its HW: it rests from now on if its
+    follower is in the ISR and the replicas and at the fetch offset (an idle read checked the
+    rest), as the fetch handler's idle path requires."""
+    state = partition.followers.get(replica)
+    if state is None or state.log_end_offset != fp.fetch_offset:
+        return
+    if replica not in partition.isr or replica not in partition.replicas:
+        return
+    log = partition.log
+    session.resting[tp] = Rest(partition, state, partition.leader_epoch, log.log_end_offset, hw, partition.isr, partition.replicas)
+    partition.resting[replica] = session
 
 
 class _Read(NamedTuple):
@@ -155,6 +212,10 @@ class _Read(NamedTuple):
     partition: Partition | None = None
     """Where it was read from; None after an error or a diverging epoch."""
     log_start_offset: int = 0
+
+
+RESTING = _Read(ErrorCode.NONE, -1)
+"""The read of a resting partition (`LeaderFetchSession.resting`): skipped, and left out."""
 
 
 def _read_partition(b: Broker, fp: FetchPartition, replica_id: int) -> _Read:
@@ -299,7 +360,12 @@ def complete_fetch(b: Broker, out: Out, op_id: int) -> None:
     if replica < 0:
         reads: list[_Read | None] = [_read_partition(b, fp, replica) for fp in op.partitions]
     else:
-        reads = [_idle_or_read(b, fp, replica) for fp in op.partitions]
+        session = b.state.fetch_sessions.get(replica)
+        resting = session.resting if session is not None else {}
+        reads = []
+        for fp in op.partitions:
+            rest = resting.get((fp.topic, fp.partition)) if resting else None  # type: ignore[call-overload]
+            reads.append(RESTING if rest is not None and _still_resting(b, rest, replica) else _idle_or_read(b, fp, replica))
     out.reply(op.inbound, FetchResponse(_session_answers(b, op.request, op.partitions, reads)))
 
 
@@ -328,21 +394,29 @@ def _session_answers(
         return tuple(_answer(fp, read) for fp, read in pairs)
     session = b.state.fetch_sessions.get(req.replica_id)
     previous = session.sent_high_watermarks if req.session_epoch > 0 and session is not None else None
-    # Keyed by plain (topic, partition) tuples, equal to the TopicPartition they stand for.
-    sent: dict[TopicPartition, int] = {}
+    # Keyed by plain (topic, partition) tuples, equal to the TopicPartition they stand for. An
+    # incremental answer updates the HWs sent in place (a resting partition's stays as sent);
+    # a full one starts them again.
+    sent: dict[TopicPartition, int] = {} if previous is None else previous
     kept = []
     none = ErrorCode.NONE
     partitions = b.state.partitions
+    rests = b.config.profile.incremental_fetch_sessions  # before 1.1 every Fetch is a new session
     for fp, read in pairs:
+        if read is RESTING:
+            continue
         tp = (fp.topic, fp.partition)
         if read is None:
-            log = partitions[tp].log  # type: ignore[index]
-            hw = sent[tp] = log.high_watermark  # type: ignore[index]
+            partition = partitions[tp]  # type: ignore[index]
+            log = partition.log
+            hw = log.high_watermark
             if previous is None or previous.get(tp) != hw:  # type: ignore[call-overload]
                 kept.append(FetchedPartition(fp.topic, fp.partition, none, hw, (), None, log.log_start_offset))
+            sent[tp] = hw  # type: ignore[index]
+            if session is not None and rests:
+                _come_to_rest(session, tp, partition, req.replica_id, fp, hw)  # type: ignore[arg-type]
             continue
         hw = read.high_watermark if read.error_code is none else -1
-        sent[tp] = hw  # type: ignore[index]
         if (
             previous is None
             or read.records
@@ -351,6 +425,7 @@ def _session_answers(
             or previous.get(tp) != hw  # type: ignore[call-overload]
         ):
             kept.append(_answer(fp, read))
+        sent[tp] = hw  # type: ignore[index]
     if session is not None:
         session.sent_high_watermarks = sent
     return tuple(kept)
@@ -414,6 +489,8 @@ def maybe_shrink_isr(b: Broker, ctx: Ctx, out: Out) -> None:
         partition = b.state.partitions[tp]
         if not partition.is_leader or partition.pending_isr is not None:
             continue
+        if partition.resting:
+            partition.wake()  # the follower times are read now
         lagging = out_of_sync_replicas(
             partition.isr,
             b.config.broker_id,

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from actors.broker.partition_log import PartitionLog
 from actors.broker.replica_state import (
     NEVER_MS,
     ReplicaState,
+    fetched_at_end,
     high_watermark,
     reset_for_new_leader,
     update_fetch_state,
 )
 from protocols.types import NO_LEADER, TopicPartition
 from sim.profiles import Profile
+
+if TYPE_CHECKING:
+    from actors.broker.state import LeaderFetchSession
 
 __all__ = ["Partition", "PendingIsr", "Role"]
 
@@ -61,6 +66,19 @@ class Partition:
     isr: frozenset[int] = frozenset()
     pending_isr: PendingIsr | None = None
     followers: dict[int, ReplicaState] = field(default_factory=dict)
+    resting: dict[int, LeaderFetchSession] = field(default_factory=dict)
+    """Followers whose fetch sessions skip this partition while it stays as it was
+    (`LeaderFetchSession.resting`): their fetch times are their sessions' last fetches."""
+
+    def wake(self) -> None:
+        """End every session's rest on this partition, bringing each follower's state to what
+        fetching it at every fetch since would have made it (its times are read only once the
+        partition has changed, but everything that reads them wakes it first)."""
+        for replica, session in self.resting.items():
+            rest = session.resting.pop(self.tp)
+            if self.followers.get(replica) is rest.state:
+                self.followers[replica] = fetched_at_end(rest.state, rest.log_end_offset, session.last_fetch_ms)
+        self.resting = {}
 
     @property
     def maximal_isr(self) -> frozenset[int]:
@@ -85,6 +103,8 @@ class Partition:
         now_ms: int,
     ) -> bool:
         """Become leader; return True if the epoch is new (the follower state was reset)."""
+        if self.resting:
+            self.wake()
         was_leader = self.role is Role.LEADER
         new_epoch = leader_epoch != self.leader_epoch or not was_leader
         self._update_assignment(leader_epoch, isr, replicas, partition_epoch, controller_epoch)
@@ -114,6 +134,8 @@ class Partition:
         controller_epoch: int,
     ) -> bool:
         """Become follower of `leader`; return True if the epoch or the leader is new."""
+        if self.resting:
+            self.wake()
         changed = leader_epoch != self.leader_epoch or leader != self.leader or self.role is not Role.FOLLOWER
         self._update_assignment(leader_epoch, isr, replicas, partition_epoch, controller_epoch)
         self.role, self.leader, self.pending_isr = Role.FOLLOWER, leader, None
@@ -122,6 +144,8 @@ class Partition:
 
     def record_follower_fetch(self, replica: int, fetch_offset: int, now_ms: int) -> bool:
         """Update the follower's fetch state; True if its LEO moved."""
+        if self.resting:
+            self.wake()
         previous = self.followers.get(replica)
         if previous is None:
             previous = ReplicaState()
@@ -134,6 +158,8 @@ class Partition:
         self, *, min_insync_replicas: int, eligible: set[int], now_ms: int, max_lag_ms: int, profile: Profile
     ) -> bool:
         """Apply `maybeIncrementLeaderHW`; True if the HW moved."""
+        if self.resting:
+            self.wake()
         before = self.log.high_watermark
         new_hw = high_watermark(
             current_hw=before,

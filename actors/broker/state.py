@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import NamedTuple
 
 from actors.broker.partition import Partition
 from actors.broker.purgatory import Purgatory
+from actors.broker.replica_state import ReplicaState
 from actors.core import Address, Inbound
 from protocols.metadata import UpdateMetadataPartition
 from protocols.replication import FetchPartition, FetchRequest, ProducePartitionResponse
@@ -20,7 +22,9 @@ __all__ = [
     "FetchPhase",
     "FetchSession",
     "FollowedPartition",
+    "LeaderFetchSession",
     "PendingProduce",
+    "Rest",
 ]
 
 
@@ -119,6 +123,25 @@ class LeaderFetchSession:
     sent_high_watermarks: dict[TopicPartition, int] = field(default_factory=dict)
     """The HW last sent for each partition, -1 after an error, so that a partition is sent
     again once it has something new or its error clears."""
+    last_fetch_ms: int = 0
+    """When the follower's last Fetch in this session arrived."""
+    resting: dict[TopicPartition, Rest] = field(default_factory=dict)
+    """Partitions that were idle when last answered (the follower in the ISR, caught up, its
+    HW sent) and have not changed since: a Fetch skips them, and their follower state is
+    `fetched_at_end` at `last_fetch_ms`, brought up to date when they change (`Partition.wake`)
+    or something reads it."""
+
+
+class Rest(NamedTuple):
+    """A resting partition as it was when it came to rest: it rests while all of it holds."""
+
+    partition: Partition
+    state: ReplicaState
+    leader_epoch: int
+    log_end_offset: int
+    high_watermark: int
+    isr: frozenset[int]
+    replicas: tuple[int, ...]
 
 
 @dataclass(slots=True)

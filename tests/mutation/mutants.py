@@ -315,6 +315,22 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/unit/broker/test_fetch_session.py::test_the_leader_reads_its_whole_session_and_refuses_an_unknown_session_or_a_stale_epoch",),
     ),
     Mutant(
+        "resting_partition_never_rechecked",
+        "a Fetch may skip an idle partition only while it stays as it was: a change (a record appended) is read at the next fetch, as reading every session partition finds it",
+        "actors/broker/leader.py",
+        "        b.state.partitions.get(partition.tp) is partition\n",
+        "        True or b.state.partitions.get(partition.tp) is partition\n",
+        ("tests/unit/broker/test_fetch_session.py::test_a_resting_partition_that_changed_is_read_at_the_next_fetch",),
+    ),
+    Mutant(
+        "resting_times_read_stale",
+        "the ISR check reads a follower's caught-up time as of its last fetch, also for a partition its session skips (replica.lag.time.max.ms, Partition.getOutOfSyncReplicas)",
+        "actors/broker/leader.py",
+        "            partition.wake()  # the follower times are read now\n",
+        "            pass\n",
+        ("tests/unit/broker/test_fetch_session.py::test_an_idle_partition_rests_and_its_follower_times_are_brought_up_to_date_when_read",),
+    ),
+    Mutant(
         "requests_before_registration",
         "a broker processes requests only once it has registered in ZooKeeper (KafkaServer.startup)",
         "actors/broker/behavior.py",

@@ -201,15 +201,23 @@ def test_a_session_error_starts_a_new_session_with_a_full_fetch(error: ErrorCode
 
 
 def _session_fetch(
-    broker: Broker, ctx: Ctx, epoch: int, offsets: dict[int, int], forgotten: tuple[int, ...] = ()
+    broker: Broker,
+    ctx: Ctx,
+    epoch: int,
+    offsets: dict[int, int],
+    forgotten: tuple[int, ...] = (),
+    leader_epoch: int = -1,
 ) -> tuple[ErrorCode, list[tuple[int, int, int]]]:
-    """Broker 2 fetches, listing `offsets` (partition: fetch offset) of topic T and forgetting
-    `forgotten`: the answer's error and its (partition, HW, records)."""
+    """Broker 2 fetches, listing `offsets` (partition: fetch offset) of topic T, with
+    `leader_epoch` as the current leader epoch (-1: unchecked), and forgetting `forgotten`:
+    the answer's error and its (partition, HW, records)."""
     from protocols.replication import FetchPartition, ForgottenPartition  # noqa: PLC0415
 
     request = FetchRequest(
         2, 0, 1,
-        tuple(FetchPartition("T", p, offset) for p, offset in offsets.items()),
+        tuple(
+            FetchPartition("T", p, offset, current_leader_epoch=leader_epoch) for p, offset in offsets.items()
+        ),
         session_epoch=epoch,
         forgotten=tuple(ForgottenPartition("T", p) for p in forgotten),
     )
@@ -234,3 +242,42 @@ def test_the_leader_reads_its_whole_session_and_refuses_an_unknown_session_or_a_
     broker.state.partitions[TopicPartition("T", 1)].log.append_as_leader(Out(), ("c",), 0, (-1, -1, -1))
     assert _session_fetch(broker, ctx, 3, {}, forgotten=(1,)) == (ErrorCode.NONE, [])
     assert _session_fetch(broker, ctx, 4, {1: 0}) == (ErrorCode.NONE, [(1, 0, 1)])
+
+
+def test_an_idle_partition_rests_and_its_follower_times_are_brought_up_to_date_when_read() -> None:
+    """A leader skips a partition of a session that was idle when last answered (the follower
+    in the ISR, caught up on the leader's epoch, its HW sent) and has not changed since: it builds no follower state
+    for it. That state is what fetching it would have made it, and is brought up to date when
+    the partition changes or something reads the times: 45 s of fetches that skip T-1, then a
+    record on T-1 and the ISR check before the follower's next fetch keep follower 2 in T-1's
+    ISR (caught up at the last fetch, 1.5 s before), as reading T-1 at every fetch would."""
+    broker, ctx = _leader_of_two("3.9")
+    t1 = broker.state.partitions[TopicPartition("T", 1)]
+    assert _session_fetch(broker, ctx, 0, {0: 0, 1: 0}, leader_epoch=0) == (ErrorCode.NONE, [(0, 0, 2), (1, 0, 0)])
+    assert _session_fetch(broker, ctx, 1, {0: 2}, leader_epoch=0) == (ErrorCode.NONE, [])
+    state = t1.followers[2]
+    assert list(t1.resting) == [2]
+    for epoch, now in enumerate(range(1000, 46000, 1000), start=2):
+        ctx.now_ms = now
+        assert _session_fetch(broker, ctx, epoch, {})[0] is ErrorCode.NONE
+    assert t1.followers[2] is state  # never read: no follower state built for it
+    t1.log.append_as_leader(Out(), ("c",), 0, (-1, -1, -1))
+    ctx.now_ms = 46_500
+    broker.on_timer(ctx, "isr-expiration")
+    assert t1.followers[2].last_caught_up_time_ms == 45_000
+    assert t1.isr == frozenset({1, 2})
+    assert t1.resting == {}
+    # Awake, T-1 is read again at the next fetch, which answers its record.
+    assert _session_fetch(broker, ctx, 47, {}) == (ErrorCode.NONE, [(1, 0, 1)])
+
+
+def test_a_resting_partition_that_changed_is_read_at_the_next_fetch() -> None:
+    """A change nobody announced (a record appended under the session) is found at the next
+    fetch: the partition is no longer as it came to rest, so it is read, and answered."""
+    broker, ctx = _leader_of_two("3.9")
+    t1 = broker.state.partitions[TopicPartition("T", 1)]
+    _session_fetch(broker, ctx, 0, {0: 0, 1: 0}, leader_epoch=0)
+    assert _session_fetch(broker, ctx, 1, {0: 2}, leader_epoch=0) == (ErrorCode.NONE, [])
+    assert 2 in t1.resting
+    t1.log.append_as_leader(Out(), ("c", "d"), 0, (-1, -1, -1))
+    assert _session_fetch(broker, ctx, 2, {}) == (ErrorCode.NONE, [(0, 2, 0), (1, 0, 2)])
