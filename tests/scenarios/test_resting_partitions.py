@@ -1,0 +1,45 @@
+"""A leader's resting partitions (partitions of a fetch session skipped while they stay as they
+were) change nothing a run shows: with resting turned off, so that every Fetch reads every
+partition of its session as Kafka does, every log is byte-identical. Over fault plans of the
+swarm (crashes, pauses, isolations, lossy links) and the standard workload through its crash
+and restart."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from actors.broker import leader
+from sim.cluster import Cluster
+from sim.kernel import HostKind
+from sim.scenario import Scenario, parse_scenario
+from sim.studies import STANDARD_WORKLOAD
+from tests.properties.swarm import BASE, fault_plan
+
+
+def _digest(scenario: Scenario) -> str:
+    with Cluster(scenario, host=HostKind.DIRECT) as cluster:
+        cluster.run_to_end()
+        return cluster.kernel.event_log.digest
+
+
+def _swarm(seed: int) -> Scenario:
+    text = BASE.format(acks="all", unclean="false", idempotence="false", retries="")
+    text += fault_plan(random.Random(seed), ("process", "power_loss"))
+    return parse_scenario(text, "swarm", [f"run.seed={seed}", "kafka.version=3.9"])
+
+
+SCENARIOS = {
+    **{f"swarm-{seed}": (lambda seed=seed: _swarm(seed)) for seed in range(6)},
+    "standard-to-95s": lambda: parse_scenario(STANDARD_WORKLOAD, "standard", ["run.duration.ms=95000"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_resting_partitions_leave_the_log_as_reading_every_partition_does(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resting = _digest(SCENARIOS[name]())
+    monkeypatch.setattr(leader, "_come_to_rest", lambda *_: None)  # nothing ever rests
+    assert _digest(SCENARIOS[name]()) == resting
