@@ -76,7 +76,7 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
     resting = session.resting if session is not None else {}
     for fp in fetched:
         rest = resting.get((fp.topic, fp.partition)) if resting else None  # type: ignore[call-overload]
-        if rest is not None and _still_resting(b, rest, replica):
+        if rest is not None and _still_resting(rest):
             reads.append(RESTING)
             continue
         if replica >= 0:
@@ -161,24 +161,15 @@ def _session_partitions(b: Broker, req: FetchRequest) -> tuple[tuple[FetchPartit
     return tuple(held.values()), ErrorCode.NONE
 
 
-def _still_resting(b: Broker, rest: Rest, replica: int) -> bool:
-    """Whether a resting partition is as it came to rest, so that reading it would find it idle
-    again: the same partition, led in the same epoch, with the same LEO, HW, ISR and replicas,
-    and the follower state nothing else has touched. One that has changed is woken."""
-    partition = rest.partition
-    log = partition.log
-    if (
-        b.state.partitions.get(partition.tp) is partition
-        and partition.role is Role.LEADER
-        and partition.leader_epoch == rest.leader_epoch
-        and log.log_end_offset == rest.log_end_offset
-        and log.high_watermark == rest.high_watermark
-        and partition.isr is rest.isr
-        and partition.replicas is rest.replicas
-        and partition.followers.get(replica) is rest.state
-    ):
+def _still_resting(rest: Rest) -> bool:
+    """Whether a resting partition still rests: its LEO and HW are as they were (a record
+    appended by any path shows here). Every other change that would make reading it find more
+    than an idle partition (a leadership or ISR change, a fetch of it by its follower) wakes it
+    where it happens (`Partition.wake`). One that has changed is woken."""
+    log = rest.partition.log
+    if log.log_end_offset == rest.log_end_offset and log.high_watermark == rest.high_watermark:
         return True
-    partition.wake()
+    rest.partition.wake()
     return False
 
 
@@ -197,7 +188,7 @@ def _come_to_rest(session: LeaderFetchSession, tp: TopicPartition, partition: Pa
     if replica not in partition.isr or replica not in partition.replicas:
         return
     log = partition.log
-    session.resting[tp] = Rest(partition, state, partition.leader_epoch, log.log_end_offset, hw, partition.isr, partition.replicas)
+    session.resting[tp] = Rest(partition, state, log.log_end_offset, hw)
     partition.resting[replica] = session
 
 
@@ -365,7 +356,7 @@ def complete_fetch(b: Broker, out: Out, op_id: int) -> None:
         reads = []
         for fp in op.partitions:
             rest = resting.get((fp.topic, fp.partition)) if resting else None  # type: ignore[call-overload]
-            reads.append(RESTING if rest is not None and _still_resting(b, rest, replica) else _idle_or_read(b, fp, replica))
+            reads.append(RESTING if rest is not None and _still_resting(rest) else _idle_or_read(b, fp, replica))
     out.reply(op.inbound, FetchResponse(_session_answers(b, op.request, op.partitions, reads)))
 
 

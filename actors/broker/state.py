@@ -133,15 +133,12 @@ class LeaderFetchSession:
 
 
 class Rest(NamedTuple):
-    """A resting partition as it was when it came to rest: it rests while all of it holds."""
+    """A resting partition, with its follower's state and the LEO and HW it came to rest at."""
 
     partition: Partition
     state: ReplicaState
-    leader_epoch: int
     log_end_offset: int
     high_watermark: int
-    isr: frozenset[int]
-    replicas: tuple[int, ...]
 
 
 @dataclass(slots=True)
