@@ -78,7 +78,7 @@ def start_following(b: Broker, ctx: Ctx, out: Out, partition: Partition) -> None
         phase = FetchPhase.FETCHING  # an empty log has nothing to truncate
     session = b.state.sessions.setdefault(partition.leader, FetchSession(partition.leader))
     followed = session.partitions
-    followed[partition.tp] = FollowedPartition(partition.tp, partition.leader_epoch, phase)
+    followed[partition.tp] = FollowedPartition(partition.tp, partition.leader_epoch, phase, partition.log)
     if any(tp > partition.tp for tp in followed):  # kept in order: a fetch lists them so
         session.partitions = dict(sorted(followed.items()))
     maybe_send(b, ctx, out, session)
@@ -158,15 +158,16 @@ def _next_request(
     listed = []
     sent = {}
     for f in fetching:  # every partition of every follower fetch; most ask what they last asked
-        log = partitions[f.tp].log
+        log = f.log
         last = f.last_fetch
         end, last_epoch = log.log_end_offset, log.epochs.latest_epoch if on_fetch_epoch else -1
         if last is None or last.fetch_offset != end or last.last_fetched_epoch != last_epoch:
             last = f.last_fetch = FetchPartition(
                 f.tp.topic, f.tp.partition, end, last_epoch, f.leader_epoch if fencing else -1, max_bytes
             )
+            f.last_sent = (f.leader_epoch, end)
         wanted[f.tp] = last
-        sent[f.tp] = (f.leader_epoch, end)
+        sent[f.tp] = f.last_sent
         before = held.get(f.tp)
         if epoch == 0 or (before is not last and before != last):
             listed.append(last)

@@ -8,6 +8,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from actors.broker.partition import Partition
+from actors.broker.partition_log import PartitionLog
 from actors.broker.purgatory import Purgatory
 from actors.broker.replica_state import ReplicaState
 from actors.core import Address, Inbound
@@ -86,10 +87,14 @@ class FollowedPartition:
     tp: TopicPartition
     leader_epoch: int
     phase: FetchPhase
+    log: PartitionLog
+    """The follower's log of it (a partition keeps its log object for the broker's life)."""
     backoff_until_ms: int = 0
     last_fetch: FetchPartition | None = None
     """What the last Fetch asked for it, sent again while its offset and epoch stay (the leader
     epoch and the settings it carries are fixed while it is followed)."""
+    last_sent: tuple[int, int] = (-1, -1)
+    """(leader epoch, log end offset) of `last_fetch`, as `FetchSession.sent` keeps it."""
 
 
 @dataclass(slots=True)
