@@ -165,9 +165,8 @@ def _next_request(
             last = f.last_fetch = FetchPartition(
                 f.tp.topic, f.tp.partition, end, last_epoch, f.leader_epoch if fencing else -1, max_bytes
             )
-            f.last_sent = (f.leader_epoch, end)
         wanted[f.tp] = last
-        sent[f.tp] = f.last_sent
+        sent[f.tp] = (f.leader_epoch, end)
         before = held.get(f.tp)
         if epoch == 0 or (before is not last and before != last):
             listed.append(last)

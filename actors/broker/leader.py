@@ -18,7 +18,7 @@ from actors.broker import produce
 from actors.broker.config import controller_address
 from actors.broker.partition import Partition, PendingIsr, Role
 from actors.broker.partition_log import PartitionLog
-from actors.broker.replica_state import can_join_isr, fetched_at_end, out_of_sync_replicas
+from actors.broker.replica_state import ReplicaState, can_join_isr, fetched_at_end, out_of_sync_replicas
 from actors.broker.state import DelayedFetch, LeaderFetchSession, Rest
 from actors.core import Ctx, Inbound, Out
 from protocols.errors import ErrorCode
@@ -87,13 +87,7 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
             partition = partitions.get((fp.topic, fp.partition))  # type: ignore[call-overload]
             if partition is not None and partition.role is Role.LEADER:
                 state = partition.followers.get(replica)
-                if (
-                    state is not None
-                    and state.log_end_offset == fp.fetch_offset
-                    and replica in partition.isr
-                    and replica in partition.replicas
-                    and _caught_up(partition, fp)
-                ):
+                if state is not None and _idle(partition, state, replica, fp):
                     end = fp.fetch_offset
                     partition.followers[replica] = fetched_at_end(state, end, now)
                     reads.append(None)  # read when answering, if this fetch is answered now
@@ -179,13 +173,10 @@ def _wake_all(session: LeaderFetchSession) -> None:
 
 
 def _come_to_rest(session: LeaderFetchSession, tp: TopicPartition, partition: Partition, replica: int, fp: FetchPartition, hw: int) -> None:
-    """An idle partition just answered (or left out) with its HW: it rests from now on if its
-    follower is in the ISR and the replicas and at the fetch offset (an idle read checked the
-    rest), as the fetch handler's idle path requires."""
+    """An idle partition just answered (or left out) with its HW: it rests from now on if the
+    fetch handler's idle path would take it (`_idle`)."""
     state = partition.followers.get(replica)
-    if state is None or state.log_end_offset != fp.fetch_offset:
-        return
-    if replica not in partition.isr or replica not in partition.replicas:
+    if state is None or not _idle(partition, state, replica, fp):
         return
     log = partition.log
     session.resting[tp] = Rest(partition, state, log.log_end_offset, hw)
@@ -239,6 +230,18 @@ def _read_partition(b: Broker, fp: FetchPartition, replica_id: int) -> _Read:
     bound = end if replica_id >= 0 else hw
     batches = log.read(offset, bound, fp.partition_max_bytes) if offset < bound else ()
     return _Read(ErrorCode.NONE, hw, batches, None, partition, log.log_start_offset)
+
+
+def _idle(partition: Partition, state: ReplicaState, replica: int, fp: FetchPartition) -> bool:
+    """A follower's partition with nothing to read or update but its fetch times: the follower
+    is in the ISR and the replicas, the leader knows it at its fetch offset, and it is caught
+    up (`_caught_up`)."""
+    return (
+        state.log_end_offset == fp.fetch_offset
+        and replica in partition.isr
+        and replica in partition.replicas
+        and _caught_up(partition, fp)
+    )
 
 
 def _caught_up(partition: Partition, fp: FetchPartition) -> bool:

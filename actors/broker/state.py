@@ -93,8 +93,6 @@ class FollowedPartition:
     last_fetch: FetchPartition | None = None
     """What the last Fetch asked for it, sent again while its offset and epoch stay (the leader
     epoch and the settings it carries are fixed while it is followed)."""
-    last_sent: tuple[int, int] = (-1, -1)
-    """(leader epoch, log end offset) of `last_fetch`, as `FetchSession.sent` keeps it."""
 
 
 @dataclass(slots=True)
