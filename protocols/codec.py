@@ -17,6 +17,7 @@ must be strings, which is why partition maps travel as arrays of structures.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import zlib
@@ -45,13 +46,11 @@ class Frame:
 
 def encode_frame(message: Any, correlation_id: int = 0, version: int | None = None) -> bytes:
     """Encode a registered message; `version` defaults to the highest the registry supports."""
-    mtype = message_type(type(message))
-    v = mtype.max_version if version is None else version
-    if not mtype.min_version <= v <= mtype.max_version:
-        msg = f"{mtype.name} does not support version {v}"
-        raise ValueError(msg)
-    body = mtype.encode_body(message, v)
-    payload = msgpack.packb([int(mtype.kind), mtype.key, v, correlation_id, body])
+    wire = _ENCODERS.get((type(message), version))
+    if wire is None:
+        wire = _ENCODERS[(type(message), version)] = _encoder(type(message), version)
+    kind, key, v, encode = wire
+    payload = msgpack.packb([kind, key, v, correlation_id, encode(message)])
     return payload + zlib.crc32(payload).to_bytes(_CRC_BYTES, "big")
 
 
@@ -76,8 +75,31 @@ def decode_frame(data: bytes) -> Frame:
     if type(correlation_id) is not int:
         msg = "bad header: correlation_id must be an integer"
         raise FrameError(msg)
+    wire = _DECODERS.get((kind, key, version))
+    if wire is None:
+        wire = _decoder(kind, key, version)  # raises for an unknown message or version
+        _DECODERS[(kind, key, version)] = wire
+    kind_, decode, name = wire
+    return Frame(kind_, version, correlation_id, decode(body, name))
+
+
+# Each (class, version) a sender names and each (kind, key, version) a valid frame carries is
+# looked up once, so a hot message costs one dict lookup on each side instead of a chain of
+# registry calls. Only registered, supported combinations are kept: the caches stay small
+# whatever bytes arrive.
+_ENCODERS: dict[tuple[type, int | None], tuple[int, int, int, Callable[[Any], Any]]] = {}
+_DECODERS: dict[tuple[int, int, int], tuple[Kind, Callable[[Any, str], Any], str]] = {}
+
+
+def _encoder(cls: type, version: int | None) -> tuple[int, int, int, Callable[[Any], Any]]:
+    mtype = message_type(cls)
+    v = mtype.max_version if version is None else version
+    return int(mtype.kind), mtype.key, v, mtype.encoder(v)
+
+
+def _decoder(kind: int, key: int, version: int) -> tuple[Kind, Callable[[Any, str], Any], str]:
     mtype = lookup(kind, key)
     if mtype is None:
         msg = f"unknown message: kind {kind}, key {key}"
         raise FrameError(msg)
-    return Frame(mtype.kind, version, correlation_id, mtype.decode_body(body, version))
+    return mtype.kind, mtype.decoder(version), mtype.name

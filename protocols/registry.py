@@ -229,10 +229,22 @@ class MessageType:
         return self.schema.encode(obj, version)
 
     def decode_body(self, body: Any, version: int) -> Any:
+        return self.decoder(version)(body, self.name)
+
+    def encoder(self, version: int) -> Callable[[Any], dict[str, Any]]:
+        """The compiled body encoder of `version` (a `ValueError` if it is not supported)."""
+        if not self.min_version <= version <= self.max_version:
+            msg = f"{self.name} does not support version {version}"
+            raise ValueError(msg)
+        return self.schema._codec(version)[0]  # noqa: SLF001 - the schema's own compiled pair
+
+    def decoder(self, version: int) -> Callable[[Any, str], Any]:
+        """The compiled, validating body decoder of `version`, called with the body and the
+        message's name (what its errors start with); a `FrameError` if `version` is unsupported."""
         if not self.min_version <= version <= self.max_version:
             msg = f"{self.name}: unsupported version {version}"
             raise FrameError(msg)
-        return self.schema.decode(body, version, self.name)
+        return self.schema._codec(version)[1]  # noqa: SLF001 - the schema's own compiled pair
 
 
 _BY_HEADER: dict[tuple[int, int], MessageType] = {}
