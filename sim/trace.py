@@ -1,8 +1,9 @@
 """The structured trace: structlog, rendered as JSON lines, stamped with simulated time.
 
-Every actor logs through its own structlog logger, configured here and nowhere else. The
-processor chain is plain callables: `add_sim_time` stamps `ts_ms` from the simulated clock (never
-a `TimeStamper`), and orjson renders the line. The required fields come first (`ts_ms`, `run_id`,
+Every actor logs through its own structlog logger, configured here and nowhere else: a wrapper
+class whose one method, `emit`, hands an event and its fields to the processor chain (no level
+method: those pass the fields on as keyword arguments, copying them twice more per event). The chain is plain callables: `add_sim_time` stamps `ts_ms` from the simulated clock
+(never a `TimeStamper`), and orjson renders the line. The required fields come first (`ts_ms`, `run_id`,
 `seed`, `node`, `actor`, `event`) because the bound context holds them in that order, `ts_ms` and
 `event` as placeholders that keep their places when structlog fills them in. The logger at the
 end does not write: it buffers `(ts_ms, line, event_dict)` for the kernel, which merges the
@@ -46,23 +47,36 @@ def _json_default(value: Any) -> Any:
     raise TypeError(msg)
 
 
-def render_json(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> bytes:
-    """The renderer: one JSON object per line (orjson keeps the field order)."""
-    return orjson.dumps(event_dict, default=_json_default)
+def render_json(
+    _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+) -> tuple[tuple[bytes, MutableMapping[str, Any]], dict[str, Any]]:
+    """The renderer: one JSON object per line (orjson keeps the field order). It hands the
+    logger the line and the dict it came from, as structlog's `(args, kwargs)` (structlog copied
+    the context for this event alone, so the dict is the event's to keep)."""
+    return (orjson.dumps(event_dict, default=_json_default), event_dict), {}
 
 
 class _Buffer:
     """The end of the chain: keeps rendered lines for the kernel instead of writing them."""
 
-    __slots__ = ("clock", "lines", "pending")
+    __slots__ = ("clock", "lines")
 
     def __init__(self, clock: Callable[[], int]) -> None:
         self.clock = clock
         self.lines: list[LogLine] = []
-        self.pending: dict[str, Any] = {}
 
-    def info(self, line: bytes) -> None:
-        self.lines.append(LogLine(self.pending["ts_ms"], line, self.pending))
+    def info(self, line: bytes, event_dict: dict[str, Any]) -> None:
+        self.lines.append(LogLine(event_dict["ts_ms"], line, event_dict))
+
+
+class _EventLogger(structlog.BoundLoggerBase):
+    """A structlog wrapper class with one method, `emit`: an event and its fields go through
+    the processor chain to the buffer without the level methods' argument handling (a
+    simulator's events have no level and no %-interpolation; every one is kept)."""
+
+    def emit(self, event: str, fields: dict[str, Any]) -> None:
+        args, _ = self._process_event("info", event, fields)
+        self._logger.info(*args)
 
 
 class ActorLog:
@@ -78,21 +92,18 @@ class ActorLog:
             event_dict["ts_ms"] = buffer.clock()
             return event_dict
 
-        def keep_dict(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> Any:
-            buffer.pending = event_dict  # structlog copied the context for this event alone
-            return event_dict
-
         # A dict keeps the place of a key that is assigned again: the event's own fields follow
         # the required ones, which structlog and `add_sim_time` fill in where they stand.
-        self._log = structlog.wrap_logger(
+        self._log: _EventLogger = structlog.wrap_logger(
             buffer,
-            processors=[add_sim_time, keep_dict, render_json],
+            wrapper_class=_EventLogger,
+            processors=[add_sim_time, render_json],
             context_class=dict,
             cache_logger_on_first_use=True,
         ).bind(ts_ms=None, run_id=trace.run_id, seed=trace.seed, node=node, actor=actor, event=None)
 
     def emit(self, event: str, fields: dict[str, Any]) -> None:
-        self._log.info(event, **fields)
+        self._log.emit(event, fields)
 
     def take(self) -> list[LogLine]:
         """The lines logged since the last call, in the order they were logged."""
