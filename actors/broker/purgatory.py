@@ -30,19 +30,22 @@ class Purgatory(Generic[Op]):
     def add(self, op_id: int, op: Op, keys: Iterable[TopicPartition]) -> None:
         watched = tuple(dict.fromkeys(keys))
         self._ops[op_id] = (op, watched)
+        watchers = self._watchers
         for key in watched:
-            self._watchers.setdefault(key, {})[op_id] = None
+            ops = watchers.get(key)
+            if ops is None:
+                watchers[key] = {op_id: None}
+            else:
+                ops[op_id] = None
 
     def pop(self, op_id: int) -> Op | None:
         entry = self._ops.pop(op_id, None)
         if entry is None:
             return None
         op, watched = entry
+        watchers = self._watchers
         for key in watched:
-            watchers = self._watchers[key]
-            del watchers[op_id]
-            if not watchers:
-                del self._watchers[key]
+            del watchers[key][op_id]  # an emptied entry stays: a partition's next fetch parks soon
         return op
 
     def get(self, op_id: int) -> Op:
