@@ -34,6 +34,7 @@ import json
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 __all__ = ["Invariants", "Violation"]
@@ -55,6 +56,12 @@ class Violation:
 def _broker_id(node: str) -> int | None:
     prefix, _, number = node.rpartition("-")
     return int(number) if prefix == "broker" and number.isdigit() else None
+
+
+@cache
+def _broker_node(broker: int) -> str:
+    """The node name of a broker id (the ISR checks look one up per member per event)."""
+    return f"broker-{broker}"
 
 
 PartitionKey = tuple[str, int]  # (topic, partition)
@@ -246,7 +253,7 @@ class Invariants:
             replicas = self._shadows.get((topic, partition), {})
             leader = replicas.get(node)
             for broker in event["isr"]:  # back in sync: its data is the leader's again
-                member = replicas.get(f"broker-{broker}")
+                member = replicas.get(_broker_node(broker))
                 if member is not None and leader is not None and leader.exact and not member.exact:
                     member.exact = leader.same_prefix(member, member.length)
 
@@ -275,7 +282,7 @@ class Invariants:
                 ("strong_isr", self._committed_isr.get((topic, partition), (-1, []))[1]),
             ):
                 for broker in isr:
-                    member = replicas.get(f"broker-{broker}")
+                    member = replicas.get(_broker_node(broker))
                     if member is None or not member.exact or member is leader:
                         continue
                     same = agrees.get(broker)
@@ -293,13 +300,14 @@ class Invariants:
         found = []
         node, ts = event["node"], event["ts_ms"]
         hw, leo = event["high_watermark"], event["log_end_offset"]
-        where = f"{event['topic']}-{event['partition']}"
         if hw > leo:
+            where = f"{event['topic']}-{event['partition']}"
             found.append(Violation("hw_at_most_leo", ts, node, f"{where}: HW {hw} > LEO {leo}"))
         if event["role"] == "leader":
             key = (node, event["topic"], event["partition"], event["leader_epoch"])
             previous = self._leader_hw.get(key)
             if previous is not None and hw < previous:
+                where = f"{event['topic']}-{event['partition']}"
                 found.append(
                     Violation(
                         "monotonic_high_watermark", ts, node, f"{where}: leader HW {previous} -> {hw}"
