@@ -266,6 +266,10 @@ def _expect(kind: type, name: str) -> Decoder:
     return decode
 
 
+_SIMPLE = {int: "int", bool: "bool", str: "str", bytes: "bytes"}
+"""The plain field types, by the name an error gives them."""
+
+
 def _compile_type(tp: Any) -> tuple[Encoder | None, Decoder]:  # noqa: PLR0911 - one arm per type
     """Build the (encoder, decoder) pair for one annotated type."""
     origin = typing.get_origin(tp)
@@ -288,38 +292,52 @@ def _compile_type(tp: Any) -> tuple[Encoder | None, Decoder]:  # noqa: PLR0911 -
             raise TypeError(msg)
         enc, dec = _compile_type(args[0])
 
+        def name_fault(value: list[Any]) -> FrameError:
+            for i, item in enumerate(value):  # again, to name the item at fault
+                try:
+                    dec(item)
+                except FrameError as exc:
+                    return _fail(f"[{i}]{exc}")
+            return _fail(": invalid item")  # unreachable: some item failed
+
         def decode_list(value: Any) -> tuple[Any, ...]:
             if type(value) is not list:
                 raise _fail(f": expected an array, got {type(value).__name__}")
             try:
                 return tuple(map(dec, value))
             except FrameError:
-                for i, item in enumerate(value):  # again, to name the item at fault
-                    try:
-                        dec(item)
-                    except FrameError as exc:
-                        raise _fail(f"[{i}]{exc}") from None
-                raise
+                raise name_fault(value) from None
+
+        exact = args[0] if args[0] in _SIMPLE else None
+
+        def decode_exact_list(value: Any) -> tuple[Any, ...]:
+            # Items of a plain type are checked in C (their set of types), not by a call each.
+            if type(value) is not list:
+                raise _fail(f": expected an array, got {type(value).__name__}")
+            if value and set(map(type, value)) != {exact}:
+                raise name_fault(value)
+            return tuple(value)
 
         encode_list = list if enc is None else (lambda v: [enc(item) for item in v])
-        return encode_list, decode_list
+        return encode_list, decode_list if exact is None else decode_exact_list
     if isinstance(tp, type) and issubclass(tp, IntEnum):
         enum_cls = tp
+        members = {int(m): m for m in enum_cls}  # a lookup, not the enum's slower call
 
         def decode_enum(value: Any) -> Any:
             if type(value) is not int:
                 raise _fail(f": expected int, got {type(value).__name__}")
-            try:
-                return enum_cls(value)
-            except ValueError:
-                raise _fail(f": {value} is not a valid {enum_cls.__name__}") from None
+            member = members.get(value)
+            if member is None:
+                raise _fail(f": {value} is not a valid {enum_cls.__name__}")
+            return member
 
-        return int, decode_enum
+        # msgpack writes an int subclass as the int it is: the member goes on the wire as it is.
+        return None, decode_enum
     if tp in _STRUCTS:
         return _STRUCTS[tp]._codec(0)  # noqa: SLF001 - structs are not versioned
-    simple = {int: "int", bool: "bool", str: "str", bytes: "bytes"}
-    if tp in simple:
-        return None, _expect(tp, simple[tp])
+    if tp in _SIMPLE:
+        return None, _expect(tp, _SIMPLE[tp])
     msg = f"unsupported message field type {tp!r}"
     raise TypeError(msg)
 

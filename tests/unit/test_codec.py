@@ -320,3 +320,24 @@ def test_error_codes_carry_kafkas_numbers() -> None:
     assert ErrorCode.MEMBER_ID_REQUIRED == 79
     assert ErrorCode.NOT_COORDINATOR.retriable
     assert not ErrorCode.ILLEGAL_GENERATION.retriable
+
+
+def test_decode_names_a_bad_item_deep_in_a_message_and_an_unknown_error_code() -> None:
+    """The fast decoders (a list of a plain type checked in one pass, an enum by lookup) still
+    name the field at fault, down to the item."""
+    from protocols.errors import ErrorCode
+    from protocols.replication import FetchedPartition, FetchResponse, RecordBatch
+
+    good = FetchResponse((FetchedPartition("t", 0, ErrorCode.NONE, 5, (RecordBatch(0, 1, ("a", "b")),)),))
+    raw = msgpack.unpackb(encode_frame(good)[:-4])
+    assert decode_frame(_frame(raw)).message == good
+    raw[4]["partitions"][0]["records"][0]["values"][1] = 7
+    with pytest.raises(FrameError, match=r"^FetchResponse\.partitions\[0\]\.records\[0\]\.values\[1\]: expected str, got int$"):
+        decode_frame(_frame(raw))
+    raw[4]["partitions"][0]["records"][0]["values"][1] = True
+    with pytest.raises(FrameError, match=r"values\[1\]: expected str, got bool$"):
+        decode_frame(_frame(raw))
+    raw[4]["partitions"][0]["records"][0]["values"][1] = "b"
+    raw[4]["partitions"][0]["error_code"] = 9999
+    with pytest.raises(FrameError, match=r"^FetchResponse\.partitions\[0\]\.error_code: 9999 is not a valid ErrorCode$"):
+        decode_frame(_frame(raw))
