@@ -73,12 +73,12 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
     partitions = b.state.partitions
     now = ctx.now_ms
     session = b.state.fetch_sessions.get(replica) if replica >= 0 else None
-    resting = session.resting if session is not None else {}
+    held = None
+    if session is not None and session.resting:
+        # Resting partitions are neither read nor answered, nor waited on if the fetch parks.
+        held, resting = session.partitions, session.resting
+        fetched = tuple([fp for tp, fp in held.items() if tp not in resting])
     for fp in fetched:
-        rest = resting.get((fp.topic, fp.partition)) if resting else None  # type: ignore[call-overload]
-        if rest is not None and _still_resting(rest):
-            reads.append(RESTING)
-            continue
         if replica >= 0:
             # Most partitions of a follower's fetch are idle: the follower is in the ISR, caught
             # up, and asks what it asked last time. Reading and the fetch-state update then
@@ -109,6 +109,9 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
     op = DelayedFetch(b.state.new_id(), inbound, req, fetched, ctx.now_ms + req.max_wait_ms)
     # Plain (topic, partition) tuples: equal to the TopicPartition keys, without building one each.
     b.state.delayed_fetches.add(op.id, op, [(fp.topic, fp.partition) for fp in fetched])  # type: ignore[misc]
+    if held is not None and session is not None:
+        op.held, op.session = dict(held), session  # a resting partition that wakes joins it
+        session.parked.append(op)
     out.set_timer(f"fetch:{op.id}", req.max_wait_ms)
 
 
@@ -128,7 +131,7 @@ def _session_partitions(b: Broker, req: FetchRequest) -> tuple[tuple[FetchPartit
         held = {(fp.topic, fp.partition): fp for fp in req.partitions}
         # The HWs last sent stay until this request's full answer replaces them.
         sent = session.sent_high_watermarks if session is not None else {}
-        sessions[req.replica_id] = LeaderFetchSession(held, 1, sent)  # type: ignore[arg-type]
+        sessions[req.replica_id] = LeaderFetchSession(held, 1, sent, purgatory=b.state.delayed_fetches)  # type: ignore[arg-type]
         return req.partitions, ErrorCode.NONE
     if session is None:
         return (), ErrorCode.FETCH_SESSION_ID_NOT_FOUND  # this leader restarted since
@@ -155,18 +158,6 @@ def _session_partitions(b: Broker, req: FetchRequest) -> tuple[tuple[FetchPartit
     return tuple(held.values()), ErrorCode.NONE
 
 
-def _still_resting(rest: Rest) -> bool:
-    """Whether a resting partition still rests: its LEO and HW are as they were (a record
-    appended by any path shows here). Every other change that would make reading it find more
-    than an idle partition (a leadership or ISR change, a fetch of it by its follower) wakes it
-    where it happens (`Partition.wake`). One that has changed is woken."""
-    log = rest.partition.log
-    if log.log_end_offset == rest.log_end_offset and log.high_watermark == rest.high_watermark:
-        return True
-    rest.partition.wake()
-    return False
-
-
 def _wake_all(session: LeaderFetchSession) -> None:
     for rest in list(session.resting.values()):
         rest.partition.wake()
@@ -181,6 +172,10 @@ def _come_to_rest(session: LeaderFetchSession, tp: TopicPartition, partition: Pa
     log = partition.log
     session.resting[tp] = Rest(partition, state, log.log_end_offset, hw)
     partition.resting[replica] = session
+    # It rests while its LEO and HW stay as they are: any change to either, by any path, wakes
+    # it. Every other change that would make reading it find more than an idle partition (a
+    # leadership or ISR change, a fetch of it by its follower) wakes it where it happens.
+    log.on_change = partition.wake
 
 
 class _Read(NamedTuple):
@@ -350,6 +345,8 @@ def complete_fetch(b: Broker, out: Out, op_id: int) -> None:
     op = b.state.delayed_fetches.pop(op_id)
     if op is None:
         return
+    if op.session is not None:
+        op.session.parked.remove(op)
     replica = op.request.replica_id
     if replica < 0:
         reads: list[_Read | None] = [_read_partition(b, fp, replica) for fp in op.partitions]
@@ -358,8 +355,8 @@ def complete_fetch(b: Broker, out: Out, op_id: int) -> None:
         resting = session.resting if session is not None else {}
         reads = []
         for fp in op.partitions:
-            rest = resting.get((fp.topic, fp.partition)) if resting else None  # type: ignore[call-overload]
-            reads.append(RESTING if rest is not None and _still_resting(rest) else _idle_or_read(b, fp, replica))
+            tp = (fp.topic, fp.partition)
+            reads.append(RESTING if tp in resting else _idle_or_read(b, fp, replica))
     out.reply(op.inbound, FetchResponse(_session_answers(b, op.request, op.partitions, reads)))
 
 

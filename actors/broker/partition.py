@@ -73,12 +73,16 @@ class Partition:
     def wake(self) -> None:
         """End every session's rest on this partition, bringing each follower's state to what
         fetching it at every fetch since would have made it (its times are read only once the
-        partition has changed, but everything that reads them wakes it first)."""
-        for replica, session in self.resting.items():
+        partition has changed, but everything that reads them wakes it first); a fetch of the
+        session waiting in the purgatory reads it from now on."""
+        self.log.on_change = None
+        resting, self.resting = self.resting, {}
+        for replica, session in resting.items():
             rest = session.resting.pop(self.tp)
             if self.followers.get(replica) is rest.state:
                 self.followers[replica] = fetched_at_end(rest.state, rest.log_end_offset, session.last_fetch_ms)
-        self.resting = {}
+            if session.parked:
+                session.woke(self.tp)
 
     @property
     def maximal_isr(self) -> frozenset[int]:

@@ -44,6 +44,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from itertools import accumulate
 from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from typing import Any
 
 from actors.broker.epoch_cache import EpochCache, EpochEntry
@@ -153,6 +154,10 @@ class PartitionLog:
     """The offset the next record gets: the last batch's end, or the active segment's base in
     a log without batches. A plain attribute, set by every change of the batches or segments:
     it is read for every partition of every fetch."""
+    on_change: Callable[[], None] | None = field(init=False, default=None)
+    """Called when the LEO or the HW is set, whatever the path: set while a leader's fetch
+    sessions skip this partition (`Partition.wake`, which it is), since they skip it only while
+    both stay as they were."""
 
     def __post_init__(self) -> None:
         self._ends = array("q", (batch.end_offset for batch in self.batches))
@@ -166,6 +171,8 @@ class PartitionLog:
 
     def _update_log_end_offset(self) -> None:
         self.log_end_offset = self._ends[-1] if self._ends else self._segments[-1]
+        if self.on_change is not None:
+            self.on_change()
 
     @property
     def latest_epoch(self) -> int:
@@ -330,7 +337,10 @@ class PartitionLog:
     def update_high_watermark(self, high_watermark: int) -> int:
         """Set the HW, clamped to [log start, LEO] (a follower's HW may go backwards); return it."""
         self.high_watermark = max(self.log_start_offset, min(high_watermark, self.log_end_offset))
+        if self.on_change is not None:
+            self.on_change()
         return self.high_watermark
+
     def read(self, from_offset: int, upper_bound: int, max_bytes: int) -> tuple[RecordBatch, ...]:
         """Batches from `from_offset` up to (not including) `upper_bound`, at most `max_bytes`
         of them but at least one batch (KIP-74), cut at both bounds."""

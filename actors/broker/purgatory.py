@@ -38,6 +38,18 @@ class Purgatory(Generic[Op]):
             else:
                 ops[op_id] = None
 
+    def watch(self, op_id: int, key: TopicPartition) -> None:
+        """Operation `op_id` waits on `key` too from now on."""
+        op, watched = self._ops[op_id]
+        if key in watched:
+            return
+        self._ops[op_id] = (op, (*watched, key))
+        ops = self._watchers.get(key)
+        if ops is None:
+            self._watchers[key] = {op_id: None}
+        else:
+            ops[op_id] = None
+
     def pop(self, op_id: int) -> Op | None:
         entry = self._ops.pop(op_id, None)
         if entry is None:

@@ -37,8 +37,13 @@ class DelayedFetch:
     inbound: Inbound
     request: FetchRequest
     partitions: tuple[FetchPartition, ...]
-    """What it reads: the request's partitions, or for an incremental request the session's."""
+    """What it reads: the request's partitions, or for an incremental request the session's
+    that are awake (a resting partition has nothing to read or to wait for)."""
     expires_ms: int
+    held: dict[TopicPartition, FetchPartition] | None = None
+    """A follower's fetch that skipped resting partitions: every partition of its session, so
+    that one waking while it waits joins `partitions` (`LeaderFetchSession.woke`)."""
+    session: LeaderFetchSession | None = None
 
     @property
     def is_follower(self) -> bool:
@@ -133,6 +138,26 @@ class LeaderFetchSession:
     HW sent) and have not changed since: a Fetch skips them, and their follower state is
     `fetched_at_end` at `last_fetch_ms`, brought up to date when they change (`Partition.wake`)
     or something reads it."""
+    parked: list[DelayedFetch] = field(default_factory=list)
+    """This session's fetches in the purgatory that skipped resting partitions (one, unless the
+    follower gave up on one and fetched again)."""
+    purgatory: Purgatory[DelayedFetch] | None = None
+    """Where they wait: the broker's fetch purgatory."""
+
+    def woke(self, tp: TopicPartition) -> None:
+        """`tp` stopped resting: every parked fetch that skipped it reads and watches it from
+        now on, in the session's order, as it would had it read every partition."""
+        for op in self.parked:
+            fp = op.held.get(tp) if op.held is not None else None
+            if fp is None:
+                continue
+            reading = {(p.topic, p.partition) for p in op.partitions}
+            if tp in reading:
+                continue
+            reading.add(tp)
+            op.partitions = tuple(p for key, p in op.held.items() if key in reading)
+            assert self.purgatory is not None
+            self.purgatory.watch(op.id, tp)
 
 
 class Rest(NamedTuple):

@@ -248,9 +248,10 @@ def test_an_idle_partition_rests_and_its_follower_times_are_brought_up_to_date_w
     """A leader skips a partition of a session that was idle when last answered (the follower
     in the ISR, caught up on the leader's epoch, its HW sent) and has not changed since: it builds no follower state
     for it. That state is what fetching it would have made it, and is brought up to date when
-    the partition changes or something reads the times: 45 s of fetches that skip T-1, then a
-    record on T-1 and the ISR check before the follower's next fetch keep follower 2 in T-1's
-    ISR (caught up at the last fetch, 1.5 s before), as reading T-1 at every fetch would."""
+    the partition changes or something reads the times: 45 s of fetches that skip T-1, then
+    the ISR check before the follower's next fetch keeps follower 2 in T-1's ISR (caught up at
+    the last fetch, 1.5 s before), as reading T-1 at every fetch would. A record then wakes
+    T-1 where it is appended, and the next fetch reads it."""
     broker, ctx = _leader_of_two("3.9")
     t1 = broker.state.partitions[TopicPartition("T", 1)]
     assert _session_fetch(broker, ctx, 0, {0: 0, 1: 0}, leader_epoch=0) == (ErrorCode.NONE, [(0, 0, 2), (1, 0, 0)])
@@ -261,14 +262,17 @@ def test_an_idle_partition_rests_and_its_follower_times_are_brought_up_to_date_w
         ctx.now_ms = now
         assert _session_fetch(broker, ctx, epoch, {})[0] is ErrorCode.NONE
     assert t1.followers[2] is state  # never read: no follower state built for it
-    t1.log.append_as_leader(Out(), ("c",), 0, (-1, -1, -1))
     ctx.now_ms = 46_500
     broker.on_timer(ctx, "isr-expiration")
     assert t1.followers[2].last_caught_up_time_ms == 45_000
     assert t1.isr == frozenset({1, 2})
     assert t1.resting == {}
+    _session_fetch(broker, ctx, 47, {})  # idle: it rests again
+    assert 2 in t1.resting
+    t1.log.append_as_leader(Out(), ("c",), 0, (-1, -1, -1))
+    assert t1.resting == {}
     # Awake, T-1 is read again at the next fetch, which answers its record.
-    assert _session_fetch(broker, ctx, 47, {}) == (ErrorCode.NONE, [(1, 0, 1)])
+    assert _session_fetch(broker, ctx, 48, {}) == (ErrorCode.NONE, [(1, 0, 1)])
 
 
 def test_a_resting_partition_that_changed_is_read_at_the_next_fetch() -> None:
@@ -281,3 +285,34 @@ def test_a_resting_partition_that_changed_is_read_at_the_next_fetch() -> None:
     assert 2 in t1.resting
     t1.log.append_as_leader(Out(), ("c", "d"), 0, (-1, -1, -1))
     assert _session_fetch(broker, ctx, 2, {}) == (ErrorCode.NONE, [(0, 2, 0), (1, 0, 2)])
+
+
+def test_a_parked_fetch_skips_a_resting_partition_until_it_wakes_and_then_answers_it() -> None:
+    """A follower's fetch that waits in the purgatory neither reads nor watches a resting
+    partition, but one that wakes while it waits joins it, in the session's order: a record on
+    T-1 completes the fetch and is answered, as if the fetch had read and watched every
+    partition of its session."""
+    from actors.broker import leader  # noqa: PLC0415
+
+    broker, ctx = _leader_of_two("3.9")
+    t1 = TopicPartition("T", 1)
+    _session_fetch(broker, ctx, 0, {0: 0, 1: 0}, leader_epoch=0)
+    # T-0 is read at 2 (its HW moves to 2 after the read, so it is not idle yet); T-1 rests.
+    assert _session_fetch(broker, ctx, 1, {0: 2}, leader_epoch=0) == (ErrorCode.NONE, [])
+    session = broker.state.fetch_sessions[2]
+    assert list(session.resting) == [("T", 1)]
+    # The next fetch has nothing to read on T-0 and waits (up to 500 ms) without T-1.
+    request = FetchRequest(2, 500, 1, (), session_epoch=2)
+    assert not _sends(broker.on_message(ctx, Inbound(broker_address(2), request, 10, 2)), FetchResponse)
+    [op] = session.parked
+    assert [(p.topic, p.partition) for p in op.partitions] == [("T", 0)]
+    broker.state.partitions[t1].log.append_as_leader(Out(), ("c",), 0, (-1, -1, -1))
+    assert [(p.topic, p.partition) for p in op.partitions] == [("T", 0), ("T", 1)]
+    out = Out()
+    leader.check_purgatory(broker, out, (t1,))
+    [send] = _sends(out, FetchResponse)
+    assert send.correlation_id == 10
+    answered = [(a.partition, a.high_watermark, sum(b.count for b in a.records)) for a in send.message.partitions]
+    assert answered == [(0, 2, 0), (1, 0, 1)]  # T-0's new HW, T-1's record
+    assert session.parked == []
+    assert len(broker.state.delayed_fetches) == 0
