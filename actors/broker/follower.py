@@ -60,7 +60,9 @@ __all__ = [
 
 def stop_following(b: Broker, tp: TopicPartition) -> None:
     for leader in sorted(b.state.sessions):
-        b.state.sessions[leader].partitions.pop(tp, None)
+        session = b.state.sessions[leader]
+        if session.partitions.pop(tp, None) is not None:
+            session.steady = False
 
 
 def start_following(b: Broker, ctx: Ctx, out: Out, partition: Partition) -> None:
@@ -79,6 +81,7 @@ def start_following(b: Broker, ctx: Ctx, out: Out, partition: Partition) -> None
     session = b.state.sessions.setdefault(partition.leader, FetchSession(partition.leader))
     followed = session.partitions
     followed[partition.tp] = FollowedPartition(partition.tp, partition.leader_epoch, phase, partition.log)
+    session.steady = False
     if any(tp > partition.tp for tp in followed):  # kept in order: a fetch lists them so
         session.partitions = dict(sorted(followed.items()))
     maybe_send(b, ctx, out, session)
@@ -86,12 +89,19 @@ def start_following(b: Broker, ctx: Ctx, out: Out, partition: Partition) -> None
 
 def maybe_send(b: Broker, ctx: Ctx, out: Out, session: FetchSession) -> None:
     """Send the session's next request if none is in flight: truncation first, then offsets
-    out of range, then one Fetch for every fetching partition."""
+    out of range, then one Fetch for every fetching partition (in a steady session, built from
+    the partitions touched since the last one: `_next_steady_fetch`)."""
     if session.in_flight is not None:
         return
     now = ctx.now_ms
-    ready = [f for f in session.partitions.values() if f.backoff_until_ms <= now]
-    request, sent = _next_request(b, ready, session)
+    request = _next_steady_fetch(b, session, now)
+    if request is not None:
+        sent = session.sent
+    else:
+        ready = [f for f in session.partitions.values() if f.backoff_until_ms <= now]
+        request, sent = _next_request(b, ready, session)
+        session.steady = isinstance(request, FetchRequest) and len(sent) == len(session.partitions)
+    session.touched.clear()
     if request is None:
         waiting = [f.backoff_until_ms for f in session.partitions.values() if f.backoff_until_ms > now]
         if waiting:
@@ -157,14 +167,8 @@ def _next_request(
     wanted: dict[TopicPartition, FetchPartition] = {}
     listed = []
     sent = {}
-    for f in fetching:  # every partition of every follower fetch; most ask what they last asked
-        log = f.log
-        last = f.last_fetch
-        end, last_epoch = log.log_end_offset, log.epochs.latest_epoch if on_fetch_epoch else -1
-        if last is None or last.fetch_offset != end or last.last_fetched_epoch != last_epoch:
-            last = f.last_fetch = FetchPartition(
-                f.tp.topic, f.tp.partition, end, last_epoch, f.leader_epoch if fencing else -1, max_bytes
-            )
+    for f in fetching:  # every partition of the session; most ask what they last asked
+        last, end = _position(f, on_fetch_epoch, fencing, max_bytes)
         wanted[f.tp] = last
         sent[f.tp] = (f.leader_epoch, end)
         before = held.get(f.tp)
@@ -180,6 +184,55 @@ def _next_request(
         session_epoch=epoch,
         forgotten=forgotten,
     ), sent
+
+
+def _next_steady_fetch(b: Broker, session: FetchSession, now: int) -> FetchRequest | None:
+    """`_next_request` for a steady session (`FetchSession.steady`), looking only at the
+    partitions touched since: the same incremental Fetch, with `sent` and the session's
+    partitions brought up to date in place. None where it does not apply (a new session, or a
+    touched partition no longer fetching or backing off): then every partition is looked at."""
+    if not session.steady or session.session_epoch <= 0 or not b.config.profile.incremental_fetch_sessions:
+        return None
+    followed = session.partitions
+    touched = sorted(session.touched)  # in the session's order, as a full pass lists them
+    for tp in touched:
+        f = followed[tp]
+        if f.phase is not FetchPhase.FETCHING or f.backoff_until_ms > now:
+            return None
+    on_fetch_epoch = b.config.profile.truncate_on_fetch
+    fencing = b.config.profile.fetch_epoch_fencing
+    max_bytes = b.config.replica_fetch_max_bytes
+    held, sent = session.session_partitions, session.sent
+    listed = []
+    for tp in touched:
+        f = followed[tp]
+        last, end = _position(f, on_fetch_epoch, fencing, max_bytes)
+        sent[tp] = (f.leader_epoch, end)
+        before = held.get(tp)
+        if before is not last and before != last:
+            listed.append(last)
+        held[tp] = last
+    return FetchRequest(
+        replica_id=b.config.broker_id,
+        max_wait_ms=b.config.replica_fetch_wait_max_ms,
+        min_bytes=b.config.replica_fetch_min_bytes,
+        partitions=tuple(listed),
+        session_epoch=session.session_epoch,
+        forgotten=(),
+    )
+
+
+def _position(f: FollowedPartition, on_fetch_epoch: bool, fencing: bool, max_bytes: int) -> tuple[FetchPartition, int]:
+    """What a fetching partition asks now, and its LEO: the FetchPartition it last sent while
+    its offset and last epoch stay, else a new one."""
+    log = f.log
+    last = f.last_fetch
+    end, last_epoch = log.log_end_offset, log.epochs.latest_epoch if on_fetch_epoch else -1
+    if last is None or last.fetch_offset != end or last.last_fetched_epoch != last_epoch:
+        last = f.last_fetch = FetchPartition(
+            f.tp.topic, f.tp.partition, end, last_epoch, f.leader_epoch if fencing else -1, max_bytes
+        )
+    return last, end
 
 
 def _as_sent(b: Broker, included: list[FollowedPartition]) -> dict[TopicPartition, tuple[int, int]]:
@@ -222,6 +275,7 @@ def on_fetch_response(
         _apply_fetched(b, ctx, out, followed, answer)
     if session is None:
         return
+    session.touched.update(followed.tp for followed, _ in pairs)
     if resp.error_code is ErrorCode.NONE:
         session.session_epoch += 1  # the leader holds the session: the next answer is incremental
     else:

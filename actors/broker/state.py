@@ -118,6 +118,13 @@ class FetchSession:
     session_partitions: dict[TopicPartition, FetchPartition] = field(default_factory=dict)
     """What the leader's session holds after the last Fetch sent (`sessionPartitions`): the next
     incremental Fetch lists only what differs from it."""
+    steady: bool = False
+    """The last request built was a Fetch of every partition (each fetching, none backing off),
+    and no partition joined or left since: an incremental Fetch then need only look again at
+    the partitions in `touched`, as every other one asks what it asked last time."""
+    touched: set[TopicPartition] = field(default_factory=set)
+    """Partitions whose answer was applied since the last request was built (their offset,
+    phase or back-off may have changed)."""
 
 
 @dataclass(slots=True)

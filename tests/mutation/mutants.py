@@ -331,6 +331,14 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/unit/broker/test_fetch_session.py::test_a_parked_fetch_skips_a_resting_partition_until_it_wakes_and_then_answers_it",),
     ),
     Mutant(
+        "steady_fetch_misses_an_applied_answer",
+        "an incremental Fetch lists every partition whose fetch position moved since the last one (FetchSessionHandler): a follower's request built from the partitions it applied answers for must see each of them",
+        "actors/broker/follower.py",
+        "    session.touched.update(followed.tp for followed, _ in pairs)\n",
+        "    pass\n",
+        ("tests/scenarios/test_resting_partitions.py::test_steady_fetches_leave_the_log_as_building_every_request_whole_does[swarm-0]",),
+    ),
+    Mutant(
         "resting_times_read_stale",
         "the ISR check reads a follower's caught-up time as of its last fetch, also for a partition its session skips (replica.lag.time.max.ms, Partition.getOutOfSyncReplicas)",
         "actors/broker/leader.py",

@@ -1,8 +1,11 @@
-"""A leader's resting partitions (partitions of a fetch session skipped while they stay as they
-were) change nothing a run shows: with resting turned off, so that every Fetch reads every
-partition of its session as Kafka does, every log is byte-identical. Over fault plans of the
-swarm (crashes, pauses, isolations, lossy links) and the standard workload through its crash
-and restart."""
+"""Two shortcuts of the fetch path change nothing a run shows, over fault plans of the swarm
+(crashes, pauses, isolations, lossy links) and the standard workload through its crash and
+restart:
+- a leader's resting partitions (partitions of a fetch session skipped while they stay as they
+  were): with resting turned off, so that every Fetch reads every partition of its session as
+  Kafka does, every log is byte-identical;
+- a follower's steady fetches (a request built from the partitions whose answers were applied
+  since the last one): built from every partition instead, every log is byte-identical."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import random
 
 import pytest
 
-from actors.broker import leader
+from actors.broker import follower, leader
 from sim.cluster import Cluster
 from sim.kernel import HostKind
 from sim.scenario import Scenario, parse_scenario
@@ -43,3 +46,12 @@ def test_resting_partitions_leave_the_log_as_reading_every_partition_does(
     resting = _digest(SCENARIOS[name]())
     monkeypatch.setattr(leader, "_come_to_rest", lambda *_: None)  # nothing ever rests
     assert _digest(SCENARIOS[name]()) == resting
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_steady_fetches_leave_the_log_as_building_every_request_whole_does(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steady = _digest(SCENARIOS[name]())
+    monkeypatch.setattr(follower, "_next_steady_fetch", lambda *_: None)  # every request built whole
+    assert _digest(SCENARIOS[name]()) == steady
