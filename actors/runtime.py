@@ -64,9 +64,13 @@ class Delivery(NamedTuple):
 
 
 class OutboundFrame(NamedTuple):
+    """A frame sent at `ts_ms`; it names its sender, so the kernel merges a window's sends as
+    they are."""
+
     ts_ms: int
     dst: Address
     frame: bytes
+    src: Address
 
 
 class Log(Protocol):
@@ -230,7 +234,7 @@ class ActorRuntime:
                 self._log.emit(command.event, command.fields)
             elif kind is Send:
                 frame = encode_frame(command.message, command.correlation_id, command.version)
-                self._result.sends.append(OutboundFrame(self.now_ms, command.dst, frame))
+                self._result.sends.append(OutboundFrame(self.now_ms, command.dst, frame, self.address))
             elif kind is SetTimer:
                 self._set_timer(command.key, command.after_ms)
             elif kind is CancelTimer:

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 
 from actors.core import Address, Behavior
 from actors.host import Batch, DirectHost, Host, PykkaHost, SingleCpu, wait_stopped
-from actors.runtime import ActorRuntime, Delivery, HandlerError, WindowResult
+from actors.runtime import ActorRuntime, Delivery, HandlerError, OutboundFrame, WindowResult
 from protocols.codec import encode_frame
 from protocols.connection import Disconnected
 from sim.disk import CrashKind, Disk
@@ -605,13 +605,11 @@ class Kernel:
 
     def _route(self, results: list[tuple[Address, WindowResult]]) -> None:
         """Hand every send to the network in (time, sender, sequence) order."""
-        sends = _merged(
-            [[(s.ts_ms, address, s.dst, s.frame) for s in r.sends] for address, r in results], _first
-        )
-        network = self.network
-        pending = self._pending
-        for ts, src, dst, frame in sends:
-            node = self._nodes.get(dst.node)
+        sends = _merged([r.sends for _, r in results], _send_ts)
+        network, nodes, pending = self.network, self._nodes, self._pending
+        seq = self._seq  # nothing else takes a sequence number while this routes
+        for ts, dst, frame, src in sends:
+            node = nodes.get(dst.node)
             if node is not None and dst.node != src.node:
                 node.peers.add(src)
             routed = network.transmit(ts, src.node, dst.node, frame)
@@ -621,12 +619,10 @@ class Kernel:
                     ts, "message_dropped", src=str(src), dst=str(dst), bytes=len(frame), reason=routed
                 )
                 continue
-            for envelope in routed:
-                self._seq += 1
-                heapq.heappush(
-                    pending,
-                    (envelope.deliver_ms, self._seq, src, dst, envelope.frame, envelope.connection),
-                )
+            for deliver_ms, delivered_frame, connection in routed:
+                seq += 1
+                heapq.heappush(pending, (deliver_ms, seq, src, dst, delivered_frame, connection))
+        self._seq = seq
 
     def tell(self, actor: Address, message: Any) -> bool:
         """Hand `actor` a call from the application around it (a consumer's `close()`), now,
@@ -738,8 +734,8 @@ def _line_ts(line: LogLine) -> int:
     return line.ts_ms
 
 
-def _first(item: tuple[Any, ...]) -> Any:
-    return item[0]
+def _send_ts(send: OutboundFrame) -> int:
+    return send.ts_ms
 
 
 @cache

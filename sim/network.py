@@ -137,7 +137,8 @@ class Network:
 
     def transmit(self, now_ms: int, src: str, dst: str, frame: bytes) -> list[Envelope] | str:
         """Route one frame: the envelopes to deliver, or the reason it was dropped."""
-        if (src, dst) in self._blocked:
+        link = (src, dst)
+        if link in self._blocked:
             return "partitioned"
         rng = self._rng
         latency = self._latency_min + int(rng.random() * self._latency_span)
@@ -159,7 +160,6 @@ class Network:
                 reorder_lag = int(rng.random() * (fault.delay_ms + 1))
             elif kind is FaultKind.CORRUPT:
                 frame = self._corrupt(frame)
-        link = (src, dst)
         due = now_ms + latency
         if reorder_lag >= 0:
             # Skips the connection's order: later envelopes may overtake it.
@@ -168,6 +168,8 @@ class Network:
             due = max(due, self._last_delivery.get(link, 0))
             self._last_delivery[link] = due
         conn = self._connection.get(link, 0)
+        if copies == 1:
+            return [Envelope(due, frame, conn)]
         return [Envelope(due + i, frame, conn) for i in range(copies)]
 
     def _corrupt(self, frame: bytes) -> bytes:
