@@ -154,31 +154,46 @@ class ActorRuntime:
         `start_ms` is the window's start; an event already overdue (a paused node) is handled
         then, not in the past.
         """
-        self._result = WindowResult()
+        result = self._result = WindowResult()
         self.now_ms = max(self.now_ms, start_ms)
         if self._start_pending:
             self._start_pending = False
             self._handle(_START, self.behavior.on_start)
-        i = 0
+        timers = self._timers  # compacted in place (`_timer_dropped`): this stays the heap
+        ctx = self._ctx
+        i, count = 0, len(deliveries)
+        # Handlers are called here, not through `_handle`: this runs for every event.
         while True:
             self._drop_dead_timers()
-            timer_due = self._timers[0][0] if self._timers else end_ms
-            delivery_due = deliveries[i].ts_ms if i < len(deliveries) else end_ms
-            if timer_due >= end_ms and delivery_due >= end_ms:
-                break
-            if timer_due <= delivery_due:  # at equal times, timers first
-                due, _, key = heapq.heappop(self._timers)
-                del self._live_timers[key]
-                self.now_ms = max(self.now_ms, due)
-                self._result.timers += 1
-                self._handle(_TIMER, self.behavior.on_timer, key)
-            else:
+            due = timers[0][0] if timers and timers[0][0] < end_ms else end_ms
+            if i < count and deliveries[i].ts_ms < due:  # at equal times, timers first
                 delivery = deliveries[i]
                 i += 1
-                self.now_ms = max(self.now_ms, delivery.ts_ms)
-                self._deliver(delivery)
-        result = self._result
-        result.next_timer_ms = self.next_timer_ms
+                if delivery.ts_ms > self.now_ms:
+                    self.now_ms = delivery.ts_ms
+                result.delivered += 1
+                inbound = self._decode(delivery)
+                if inbound is None:
+                    continue
+                ctx.now_ms = self.now_ms
+                try:
+                    self._apply(self.behavior.on_message(ctx, inbound))
+                except Exception as exc:
+                    raise self._failed(_MESSAGE, (inbound,), exc) from exc
+            elif due < end_ms:
+                _, _, key = heapq.heappop(timers)
+                del self._live_timers[key]
+                if due > self.now_ms:
+                    self.now_ms = due
+                result.timers += 1
+                ctx.now_ms = self.now_ms
+                try:
+                    self._apply(self.behavior.on_timer(ctx, key))
+                except Exception as exc:
+                    raise self._failed(_TIMER, (key,), exc) from exc
+            else:
+                break
+        result.next_timer_ms = timers[0][0] if timers else None  # the dead were dropped above
         result.lines = self._log.take()
         return result
 
@@ -199,12 +214,12 @@ class ActorRuntime:
             settle(now_ms)
         return self.behavior.snapshot()
 
-    def _deliver(self, delivery: Delivery) -> None:
-        self._result.delivered += 1
+    def _decode(self, delivery: Delivery) -> Inbound | None:
+        """The delivered message, or None for a bad frame: the sender's or the wire's fault,
+        which the actor never sees."""
         try:
             frame = decode_frame(delivery.frame)
         except FrameError as exc:
-            # A bad frame is the sender's or the wire's fault; the actor never sees it.
             self._result.rejected += 1
             self._emit(
                 Emit(
@@ -212,9 +227,8 @@ class ActorRuntime:
                     {"src": str(delivery.src), "bytes": len(delivery.frame), "reason": str(exc)},
                 )
             )
-            return
-        inbound = Inbound(delivery.src, frame.message, frame.correlation_id, frame.version)
-        self._handle(_MESSAGE, self.behavior.on_message, inbound)
+            return None
+        return Inbound(delivery.src, frame.message, frame.correlation_id, frame.version)
 
     def _handle(self, kind: str, handler: Callable[..., Out], *args: Any) -> None:
         self._ctx.now_ms = self.now_ms
@@ -222,9 +236,12 @@ class ActorRuntime:
             out = handler(self._ctx, *args)
             self._apply(out)
         except Exception as exc:
-            self._result.lines = self._log.take()
-            detail = "".join(traceback.format_exception_only(exc)).strip()
-            raise HandlerError(self.address, self.now_ms, _what(kind, args), detail, self._result) from exc
+            raise self._failed(kind, args, exc) from exc
+
+    def _failed(self, kind: str, args: tuple[Any, ...], exc: Exception) -> HandlerError:
+        self._result.lines = self._log.take()
+        detail = "".join(traceback.format_exception_only(exc)).strip()
+        return HandlerError(self.address, self.now_ms, _what(kind, args), detail, self._result)
 
     def _apply(self, out: Out) -> None:
         # Tested by exact type, the commonest first: this runs for every command of every event.
@@ -269,7 +286,7 @@ class ActorRuntime:
         self._dead_timers += 1
         if self._dead_timers > len(self._live_timers) + COMPACT_TIMERS_ABOVE:
             live = self._live_timers
-            self._timers = [entry for entry in self._timers if live.get(entry[2]) == entry[1]]
+            self._timers[:] = [entry for entry in self._timers if live.get(entry[2]) == entry[1]]
             heapq.heapify(self._timers)
             self._dead_timers = 0
 
