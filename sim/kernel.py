@@ -142,6 +142,7 @@ class Kernel:
         self.trace = TraceContext(run_id, seed)
         self.now_ms = 0
         self.network = Network(network, random.Random(derive_seed(seed, "network")))
+        self._lookahead_ms = self.network.lookahead_ms
         self.event_log = event_log if event_log is not None else EventLog()
         self._host_kind = host
         self._cpu = SingleCpu() if host is HostKind.PYKKA else None
@@ -380,9 +381,11 @@ class Kernel:
         kernel_events = self._kernel_events
         if kernel_events and kernel_events[0][0] == start:
             return None
-        end = min(start + self.network.lookahead_ms, goal.until_ms)
-        if kernel_events:
-            end = min(end, kernel_events[0][0])
+        end = start + self._lookahead_ms
+        if end > goal.until_ms:
+            end = goal.until_ms
+        if kernel_events and kernel_events[0][0] < end:
+            end = kernel_events[0][0]
         return start, end
 
     def _finish(self, exits: list[tuple[str, int]], end_ms: int) -> None:
@@ -491,13 +494,14 @@ class Kernel:
         heapq.heappush(self._timers, (due_ms, address))
 
     def _next_event_ms(self) -> int | None:
-        timers = self._timers
-        while timers and self._next_timer.get(timers[0][1]) != timers[0][0]:
+        timers, next_timer = self._timers, self._next_timer
+        while timers and next_timer.get(timers[0][1]) != timers[0][0]:
             heapq.heappop(timers)
-        candidates = [
-            q[0][0] for q in (self._pending, timers, self._kernel_events) if q
-        ]
-        return min(candidates) if candidates else None
+        next_ms = None
+        for queue in (self._pending, timers, self._kernel_events):
+            if queue and (next_ms is None or queue[0][0] < next_ms):
+                next_ms = queue[0][0]
+        return next_ms
 
     def _run_kernel_events(self, at_ms: int) -> None:
         while self._kernel_events and self._kernel_events[0][0] <= at_ms:
@@ -539,13 +543,16 @@ class Kernel:
         return by_actor
 
     def _busy_actors(self, by_actor: dict[Address, list[Delivery]], end_ms: int) -> list[Address]:
-        busy = set(by_actor)
         timers = self._timers
+        if not timers or timers[0][0] >= end_ms:
+            return sorted(by_actor)
+        busy = set(by_actor)
+        next_timer, nodes = self._next_timer, self._nodes
         while timers and timers[0][0] < end_ms:
             due, address = heapq.heappop(timers)
-            if self._next_timer.get(address) != due:
+            if next_timer.get(address) != due:
                 continue
-            paused_until = self._nodes[address.node].paused_until
+            paused_until = nodes[address.node].paused_until
             if paused_until > due:
                 self._set_next_timer(address, paused_until)
                 if paused_until >= end_ms:
