@@ -596,6 +596,7 @@ class Kernel:
         kernel_lines = self._log.take()
         self._route(results)
         exits = []
+        next_timer = self._next_timer
         for address, result in results:
             self.delivered += result.delivered
             self.handled += result.delivered + result.timers
@@ -604,7 +605,10 @@ class Kernel:
                 disk = self._nodes[address.node].disk
                 for command in result.disk:
                     disk.apply(command)
-            self._set_next_timer(address, result.next_timer_ms)
+            # An unchanged time is still in the heap: a live entry leaves it only in its own
+            # window, after which the actor's next timer is later.
+            if result.next_timer_ms != next_timer.get(address):
+                self._set_next_timer(address, result.next_timer_ms)
             if result.exited is not None:
                 exits.append((address.node, result.exited))
         self._write(_merged([kernel_lines, self._log.take(), *[r.lines for _, r in results]], _line_ts))
