@@ -79,16 +79,14 @@ class SingleCpu:
 class Batch:
     """The results of one window, one slot per busy actor.
 
-    Either the kernel waits for them (`wait()` returns when all are in: it blocks on a bare lock
-    that the last result releases, one acquire and one release per window), or `on_complete`
-    is set and the thread that puts in the last result calls it (the kernel's relay)."""
+    The thread that puts in the last result calls `on_complete` (the kernel's relay). A host
+    that runs in the kernel's own thread `put`s its result instead: it is in when `submit`
+    returns, so there is nothing to count, lock or wake."""
 
-    __slots__ = ("_all_in", "_lock", "_remaining", "on_complete", "results")
+    __slots__ = ("_lock", "_remaining", "on_complete", "results")
 
     def __init__(self, size: int) -> None:
         self._lock = threading.Lock()
-        self._all_in = threading.Lock()
-        self._all_in.acquire()  # held except between the last result and `wait()` taking it back
         self.on_complete: Callable[[], None] | None = None
         self.reset(size)
 
@@ -102,16 +100,12 @@ class Batch:
         with self._lock:
             self._remaining -= 1
             last = self._remaining == 0
-        if last:
-            if self.on_complete is not None:
-                self.on_complete()
-            else:
-                self._all_in.release()
+        if last and self.on_complete is not None:
+            self.on_complete()
 
-    def wait(self) -> list[WindowResult | BaseException | None]:
-        if self.results:
-            self._all_in.acquire()  # returns once the last result released it; held again
-        return self.results
+    def put(self, slot: int, result: WindowResult | BaseException) -> None:
+        """A result from the kernel's own thread (`DirectHost`)."""
+        self.results[slot] = result
 
 
 class _RunWindow(NamedTuple):
@@ -241,7 +235,7 @@ class DirectHost:
             )
         except Exception as exc:  # noqa: BLE001 - as under Pykka: the kernel fails the run
             result = exc
-        batch.complete(slot, result)
+        batch.put(slot, result)
 
     def snapshot(self, now_ms: int) -> dict[str, Any]:
         return self._runtime.snapshot(now_ms)

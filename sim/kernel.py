@@ -362,8 +362,7 @@ class Kernel:
                 step = self._relay_windows(goal, step)
                 continue
             else:
-                self._open_window(*step)
-                self._batch.wait()
+                self._open_window(*step)  # a direct host's results are in when it returns
                 self._finish(self._close_window(), step[1])
             step = self._next_step(goal)
 
@@ -515,14 +514,14 @@ class Kernel:
 
     def _take_deliveries(self, end_ms: int) -> dict[Address, list[Delivery]]:
         by_actor: dict[Address, list[Delivery]] = {}
-        pending = self._pending
+        pending, nodes, hosts, network = self._pending, self._nodes, self._hosts, self.network
         while pending and pending[0][0] < end_ms:
             entry = heapq.heappop(pending)
             ts, seq, src, dst, frame, connection = entry
-            node = self._nodes.get(dst.node)
+            node = nodes.get(dst.node)
             reason = None
-            current = connection == self.network.connection(src.node, dst.node)
-            if node is None or not node.up or dst not in self._hosts:
+            current = connection == network.connection(src.node, dst.node)
+            if node is None or not node.up or dst not in hosts:
                 # Sent before the crash: its sender was told when the connection closed.
                 refused = current and node is not None and node.refusing and src.actor != CONNECTION
                 reason = "connection_refused" if refused else "node_down"
@@ -534,7 +533,12 @@ class Kernel:
                 heapq.heappush(pending, (node.paused_until, *entry[1:]))
                 continue
             if reason is None:
-                by_actor.setdefault(dst, []).append(Delivery(ts, seq, src, frame))
+                delivery = Delivery(ts, seq, src, frame)
+                deliveries = by_actor.get(dst)
+                if deliveries is None:
+                    by_actor[dst] = [delivery]
+                else:
+                    deliveries.append(delivery)
             else:
                 self.dropped += 1
                 self._kernel_emit(
