@@ -364,9 +364,23 @@ class Kernel:
                 step = self._relay_windows(goal, step)
                 continue
             else:
-                self._open_window(*step)  # a direct host's results are in when it returns
-                self._finish(self._close_window(), step[1])
+                step = self._direct_windows(goal, step)
+                continue
             step = self._next_step(goal)
+
+    def _direct_windows(self, goal: _Goal, step: tuple[int, int]) -> StopReason | None:
+        """Run windows from `step` on in this thread, a direct host's results being in when
+        it returns, until a step is not a window; return that step."""
+        while type(step) is tuple:
+            start, end = step
+            self._open_window(start, end)
+            exits = self._close_window()
+            if exits:
+                self._finish(exits, end)
+            else:
+                self.now_ms = end
+            step = self._next_step(goal)
+        return step
 
     def _next_step(self, goal: _Goal) -> tuple[int, int] | StopReason | None:
         """What comes after the last window: the next window `(start, end)`, a reason to stop,
@@ -580,7 +594,8 @@ class Kernel:
             return False
         hosts, nodes = self._hosts, self._nodes
         for slot, address in enumerate(busy):
-            actor_start = max(start_ms, nodes[address.node].paused_until)
+            paused_until = nodes[address.node].paused_until
+            actor_start = paused_until if paused_until > start_ms else start_ms
             hosts[address].submit(actor_start, end_ms, by_actor.get(address, []), batch, slot)
         return True
 
@@ -601,9 +616,11 @@ class Kernel:
             self._fail(results, failures)
         kernel_lines = self._log.take()
         self._route(results)
+        lines = [kernel_lines, self._log.take()]
         exits = []
         next_timer = self._next_timer
         for address, result in results:
+            lines.append(result.lines)
             self.delivered += result.delivered
             self.handled += result.delivered + result.timers
             self.rejected_frames += result.rejected
@@ -617,7 +634,7 @@ class Kernel:
                 self._set_next_timer(address, result.next_timer_ms)
             if result.exited is not None:
                 exits.append((address.node, result.exited))
-        self._write(_merged([kernel_lines, self._log.take(), *[r.lines for _, r in results]]))
+        self._write(_merged(lines))
         return exits
 
     def _route(self, results: list[tuple[Address, WindowResult]]) -> None:
