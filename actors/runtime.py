@@ -155,16 +155,20 @@ class ActorRuntime:
         then, not in the past.
         """
         result = self._result = WindowResult()
-        self.now_ms = max(self.now_ms, start_ms)
+        if start_ms > self.now_ms:
+            self.now_ms = start_ms
         if self._start_pending:
             self._start_pending = False
             self._handle(_START, self.behavior.on_start)
         timers = self._timers  # compacted in place (`_timer_dropped`): this stays the heap
-        ctx = self._ctx
+        live = self._live_timers
+        ctx, behavior = self._ctx, self.behavior
         i, count = 0, len(deliveries)
-        # Handlers are called here, not through `_handle`: this runs for every event.
+        # Frames are decoded and handlers called here, not through `_handle`: this runs for
+        # every event.
         while True:
-            self._drop_dead_timers()
+            if timers and live.get(timers[0][2]) != timers[0][1]:
+                self._drop_dead_timers()
             due = timers[0][0] if timers and timers[0][0] < end_ms else end_ms
             if i < count and deliveries[i].ts_ms < due:  # at equal times, timers first
                 delivery = deliveries[i]
@@ -172,23 +176,26 @@ class ActorRuntime:
                 if delivery.ts_ms > self.now_ms:
                     self.now_ms = delivery.ts_ms
                 result.delivered += 1
-                inbound = self._decode(delivery)
-                if inbound is None:
+                try:
+                    frame = decode_frame(delivery.frame)
+                except FrameError as exc:
+                    self._reject(delivery, exc)
                     continue
+                inbound = Inbound(delivery.src, frame.message, frame.correlation_id, frame.version)
                 ctx.now_ms = self.now_ms
                 try:
-                    self._apply(self.behavior.on_message(ctx, inbound))
+                    self._apply(behavior.on_message(ctx, inbound))
                 except Exception as exc:
                     raise self._failed(_MESSAGE, (inbound,), exc) from exc
             elif due < end_ms:
                 _, _, key = heapq.heappop(timers)
-                del self._live_timers[key]
+                del live[key]
                 if due > self.now_ms:
                     self.now_ms = due
                 result.timers += 1
                 ctx.now_ms = self.now_ms
                 try:
-                    self._apply(self.behavior.on_timer(ctx, key))
+                    self._apply(behavior.on_timer(ctx, key))
                 except Exception as exc:
                     raise self._failed(_TIMER, (key,), exc) from exc
             else:
@@ -214,21 +221,15 @@ class ActorRuntime:
             settle(now_ms)
         return self.behavior.snapshot()
 
-    def _decode(self, delivery: Delivery) -> Inbound | None:
-        """The delivered message, or None for a bad frame: the sender's or the wire's fault,
-        which the actor never sees."""
-        try:
-            frame = decode_frame(delivery.frame)
-        except FrameError as exc:
-            self._result.rejected += 1
-            self._emit(
-                Emit(
-                    "frame_rejected",
-                    {"src": str(delivery.src), "bytes": len(delivery.frame), "reason": str(exc)},
-                )
+    def _reject(self, delivery: Delivery, error: FrameError) -> None:
+        """A bad frame is the sender's or the wire's fault; the actor never sees it."""
+        self._result.rejected += 1
+        self._emit(
+            Emit(
+                "frame_rejected",
+                {"src": str(delivery.src), "bytes": len(delivery.frame), "reason": str(error)},
             )
-            return None
-        return Inbound(delivery.src, frame.message, frame.correlation_id, frame.version)
+        )
 
     def _handle(self, kind: str, handler: Callable[..., Out], *args: Any) -> None:
         self._ctx.now_ms = self.now_ms
@@ -272,11 +273,12 @@ class ActorRuntime:
         if after_ms < 0:
             msg = f"timer {key!r} set {after_ms} ms in the past"
             raise ValueError(msg)
-        self._timer_seq += 1
-        if key in self._live_timers:
+        seq = self._timer_seq = self._timer_seq + 1
+        live = self._live_timers
+        if key in live:
             self._timer_dropped()  # the earlier entry of this key is dead
-        self._live_timers[key] = self._timer_seq
-        heapq.heappush(self._timers, (self.now_ms + after_ms, self._timer_seq, key))
+        live[key] = seq
+        heapq.heappush(self._timers, (self.now_ms + after_ms, seq, key))
 
     def _timer_dropped(self) -> None:
         """A heap entry died (its timer was cancelled or set again). Dead entries are skipped
