@@ -40,13 +40,13 @@ from typing import Any, NamedTuple
 
 from actors.core import Address, Behavior
 from actors.host import Batch, DirectHost, Host, PykkaHost, SingleCpu, wait_stopped
-from actors.runtime import ActorRuntime, Delivery, HandlerError, WindowResult
+from actors.runtime import ActorRuntime, Delivery, HandlerError, OutboundFrame, WindowResult
 from protocols.codec import encode_frame
 from protocols.connection import Disconnected
 from sim.disk import CrashKind, Disk
 from sim.eventlog import EventLog
 from sim.network import LinkFault, Network, NetworkConfig
-from sim.trace import ActorLog, TraceContext
+from sim.trace import ActorLog, LogLine, TraceContext
 
 __all__ = [
     "ActorSpec",
@@ -604,23 +604,30 @@ class Kernel:
         the nodes whose processes exited in it, and when."""
         busy = self._window_busy
         results: list[tuple[Address, WindowResult]] = []
+        sends: list[list[OutboundFrame]] = []
         failures: list[HandlerError] = []
         for address, outcome in zip(busy, self._batch.results, strict=True):
             if isinstance(outcome, WindowResult):
                 results.append((address, outcome))
+                if outcome.sends:
+                    sends.append(outcome.sends)
             elif isinstance(outcome, HandlerError):
                 failures.append(outcome)
             else:
                 raise RuntimeError(f"{address}: host failed") from outcome
         if failures:
             self._fail(results, failures)
-        kernel_lines = self._log.take()
-        self._route(results)
-        lines = [kernel_lines, self._log.take()]
+        lines: list[list[LogLine]] = []  # the window's sources of lines with some, in merge order
+        if kernel_lines := self._log.take():
+            lines.append(kernel_lines)
+        self._route(sends)
+        if routing_lines := self._log.take():  # the sends the network dropped
+            lines.append(routing_lines)
         exits = []
         next_timer = self._next_timer
         for address, result in results:
-            lines.append(result.lines)
+            if result.lines:
+                lines.append(result.lines)
             self.delivered += result.delivered
             self.handled += result.delivered + result.timers
             self.rejected_frames += result.rejected
@@ -637,12 +644,12 @@ class Kernel:
         self._write(_merged(lines))
         return exits
 
-    def _route(self, results: list[tuple[Address, WindowResult]]) -> None:
-        """Hand every send to the network in (time, sender, sequence) order."""
-        sends = _merged([r.sends for _, r in results])
+    def _route(self, sends: list[list[OutboundFrame]]) -> None:
+        """Hand every send to the network in (time, sender, sequence) order (`sends`: what each
+        actor that sent sent, in address order)."""
         network, nodes, pending = self.network, self._nodes, self._pending
         seq = self._seq  # nothing else takes a sequence number while this routes
-        for ts, dst, frame, src in sends:
+        for ts, dst, frame, src in _merged(sends):
             node = nodes.get(dst.node)
             if node is not None and dst.node != src.node:
                 node.peers.add(src)
@@ -760,13 +767,12 @@ _ts = attrgetter("ts_ms")
 
 
 def _merged(sources: list[list[Any]]) -> Iterable[Any]:
-    """The items of `sources`, each sorted by time, in time order, ties in source order (as
-    `heapq.merge`). A window has a few items: one stable sort of them all, in C, costs less
-    than merging them in Python; most windows have one source, which needs neither."""
-    present = [source for source in sources if source]
-    if len(present) <= 1:
-        return present[0] if present else ()
-    joined = list(chain.from_iterable(present))
+    """The items of non-empty `sources`, each sorted by time, in time order, ties in source
+    order (as `heapq.merge`). A window has a few items: one stable sort of them all, in C, costs
+    less than merging them in Python; most windows have one source, which needs neither."""
+    if len(sources) <= 1:
+        return sources[0] if sources else ()
+    joined = list(chain.from_iterable(sources))
     joined.sort(key=_ts)
     return joined
 
