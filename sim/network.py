@@ -165,7 +165,9 @@ class Network:
             # Skips the connection's order: later envelopes may overtake it.
             due += reorder_lag
         else:
-            due = max(due, self._last_delivery.get(link, 0))
+            last = self._last_delivery.get(link, 0)
+            if last > due:  # not before what was sent earlier (a comparison: max() costs more)
+                due = last
             self._last_delivery[link] = due
         conn = self._connection.get(link, 0)
         if copies == 1:
