@@ -50,8 +50,10 @@ _DISK_COMMANDS = frozenset({Append, Truncate, DeleteHead, WriteFile, Flush})
 _START, _TIMER, _MESSAGE = "start", "timer", "message"
 """What a handler was called for; described only if it fails (`_what`)."""
 
-COMPACT_TIMERS_ABOVE = 1024
-"""Dead timer entries tolerated beyond the live ones before the heap is rebuilt."""
+COMPACT_TIMERS_ABOVE = 32
+"""Dead timer entries tolerated beyond the live ones before the heap is rebuilt. Small: every
+push and pop pays for the heap's depth, while a rebuild, coming after at least as many drops as
+there are live timers, costs a few entries per drop whatever this is."""
 
 
 class Delivery(NamedTuple):
