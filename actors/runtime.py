@@ -21,6 +21,7 @@ import random
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NamedTuple, Protocol
 
 from actors.core import (
@@ -73,6 +74,12 @@ class OutboundFrame(NamedTuple):
     dst: Address
     frame: bytes
     src: Address
+
+
+# A NamedTuple's own constructor runs a Python `__new__`; these build one in C, from a tuple of
+# its fields, for what is built per message.
+_new_outbound = partial(tuple.__new__, OutboundFrame)
+_new_inbound = partial(tuple.__new__, Inbound)
 
 
 class Log(Protocol):
@@ -183,7 +190,9 @@ class ActorRuntime:
                 except FrameError as exc:
                     self._reject(delivery, exc)
                     continue
-                inbound = Inbound(delivery.src, frame.message, frame.correlation_id, frame.version)
+                inbound = _new_inbound(
+                    (delivery.src, frame.message, frame.correlation_id, frame.version)
+                )
                 ctx.now_ms = self.now_ms
                 try:
                     self._apply(behavior.on_message(ctx, inbound))
@@ -254,7 +263,9 @@ class ActorRuntime:
                 self._log.emit(command.event, command.fields)
             elif kind is Send:
                 frame = encode_frame(command.message, command.correlation_id, command.version)
-                self._result.sends.append(OutboundFrame(self.now_ms, command.dst, frame, self.address))
+                self._result.sends.append(
+                    _new_outbound((self.now_ms, command.dst, frame, self.address))
+                )
             elif kind is SetTimer:
                 self._set_timer(command.key, command.after_ms)
             elif kind is CancelTimer:
