@@ -42,9 +42,9 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections import OrderedDict
+from collections.abc import Callable
 from itertools import accumulate
 from dataclasses import dataclass, field, replace
-from collections.abc import Callable
 from typing import Any
 
 from actors.broker.epoch_cache import EpochCache, EpochEntry
@@ -155,9 +155,9 @@ class PartitionLog:
     a log without batches. A plain attribute, set by every change of the batches or segments:
     it is read for every partition of every fetch."""
     on_change: Callable[[], None] | None = field(init=False, default=None)
-    """Called when the LEO or the HW is set, whatever the path: set while a leader's fetch
-    sessions skip this partition (`Partition.wake`, which it is), since they skip it only while
-    both stay as they were."""
+    """Called whenever the LEO or the HW is set, by any path. While a leader's fetch sessions
+    skip this partition (it rests), this is `Partition.wake`: they skip it only while both stay
+    as they were."""
 
     def __post_init__(self) -> None:
         self._ends = array("q", (batch.end_offset for batch in self.batches))
