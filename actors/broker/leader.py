@@ -106,11 +106,11 @@ def on_fetch(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: FetchRequest)
     if immediate or readable >= req.min_bytes:
         out.reply(inbound, FetchResponse(_session_answers(b, req, fetched, reads)))
         return
-    op = DelayedFetch(b.state.new_id(), inbound, req, fetched, ctx.now_ms + req.max_wait_ms)
+    op = DelayedFetch(b.state.new_id(), inbound, req, fetched, ctx.now_ms + req.max_wait_ms, session=session)
     # Plain (topic, partition) tuples: equal to the TopicPartition keys, without building one each.
     b.state.delayed_fetches.add(op.id, op, [(fp.topic, fp.partition) for fp in fetched])  # type: ignore[misc]
     if held is not None and session is not None:
-        op.held, op.session = dict(held), session  # a resting partition that wakes joins it
+        op.held = dict(held)  # a resting partition that wakes joins it
         session.parked.append(op)
     out.set_timer(f"fetch:{op.id}", req.max_wait_ms)
 
@@ -345,19 +345,24 @@ def complete_fetch(b: Broker, out: Out, op_id: int) -> None:
     op = b.state.delayed_fetches.pop(op_id)
     if op is None:
         return
-    if op.session is not None:
+    if op.held is not None and op.session is not None:
         op.session.parked.remove(op)
     replica = op.request.replica_id
+    current = True
     if replica < 0:
         reads: list[_Read | None] = [_read_partition(b, fp, replica) for fp in op.partitions]
     else:
         session = b.state.fetch_sessions.get(replica)
-        resting = session.resting if session is not None else {}
+        # A fetch parked in a session the follower has since replaced (it gave up on this one
+        # and opened another) reads every partition it holds, and puts none to rest in the new
+        # session: what rests there is the new session's business.
+        current = session is not None and session is op.session
+        resting = session.resting if current and session is not None else {}
         reads = []
         for fp in op.partitions:
             tp = (fp.topic, fp.partition)
             reads.append(RESTING if tp in resting else _idle_or_read(b, fp, replica))
-    out.reply(op.inbound, FetchResponse(_session_answers(b, op.request, op.partitions, reads)))
+    out.reply(op.inbound, FetchResponse(_session_answers(b, op.request, op.partitions, reads, may_rest=current)))
 
 
 def _idle_or_read(b: Broker, fp: FetchPartition, replica_id: int) -> _Read | None:
@@ -370,7 +375,12 @@ def _idle_or_read(b: Broker, fp: FetchPartition, replica_id: int) -> _Read | Non
 
 
 def _session_answers(
-    b: Broker, req: FetchRequest, fetched: tuple[FetchPartition, ...], reads: list[_Read | None]
+    b: Broker,
+    req: FetchRequest,
+    fetched: tuple[FetchPartition, ...],
+    reads: list[_Read | None],
+    *,
+    may_rest: bool = True,
 ) -> tuple[FetchedPartition, ...]:
     """KIP-227's `IncrementalFetchContext`: a follower's request in a session it opened earlier
     is answered with only the partitions that carry records, an error, a diverging epoch or a
@@ -392,7 +402,8 @@ def _session_answers(
     kept = []
     none = ErrorCode.NONE
     partitions = b.state.partitions
-    rests = b.config.profile.incremental_fetch_sessions  # before 1.1 every Fetch is a new session
+    # Before 1.1 every Fetch is a new session; a fetch from a replaced session rests nothing.
+    rests = may_rest and b.config.profile.incremental_fetch_sessions
     for fp, read in pairs:
         if read is RESTING:
             continue

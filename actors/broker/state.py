@@ -44,6 +44,7 @@ class DelayedFetch:
     """A follower's fetch that skipped resting partitions: every partition of its session, so
     that one waking while it waits joins `partitions` (`LeaderFetchSession.woke`)."""
     session: LeaderFetchSession | None = None
+    """A follower's fetch: the session it was made in (the follower may replace it meanwhile)."""
 
     @property
     def is_follower(self) -> bool:

@@ -339,6 +339,14 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/scenarios/test_resting_partitions.py::test_steady_fetches_leave_the_log_as_building_every_request_whole_does[swarm-0]",),
     ),
     Mutant(
+        "stale_fetch_rests_in_the_new_session",
+        "a fetch parked in a session the follower has replaced answers as its own request, and puts nothing to rest in the new session, whose full answer must list every partition (KIP-227: an epoch-0 Fetch gets every partition)",
+        "actors/broker/leader.py",
+        "        current = session is not None and session is op.session\n",
+        "        current = session is not None\n",
+        ("tests/unit/broker/test_fetch_session.py::test_a_fetch_left_from_a_replaced_session_puts_nothing_to_rest_in_the_new_one",),
+    ),
+    Mutant(
         "resting_times_read_stale",
         "the ISR check reads a follower's caught-up time as of its last fetch, also for a partition its session skips (replica.lag.time.max.ms, Partition.getOutOfSyncReplicas)",
         "actors/broker/leader.py",

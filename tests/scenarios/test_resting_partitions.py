@@ -33,8 +33,10 @@ def _swarm(seed: int) -> Scenario:
     return parse_scenario(text, "swarm", [f"run.seed={seed}", "kafka.version=3.9"])
 
 
+# Seeds 12 and 33 duplicate or delay a Fetch so that a follower replaces its session while a
+# fetch of the old one still waits at the leader.
 SCENARIOS = {
-    **{f"swarm-{seed}": (lambda seed=seed: _swarm(seed)) for seed in range(6)},
+    **{f"swarm-{seed}": (lambda seed=seed: _swarm(seed)) for seed in (0, 1, 2, 3, 4, 5, 12, 33)},
     "standard-to-95s": lambda: parse_scenario(STANDARD_WORKLOAD, "standard", ["run.duration.ms=95000"]),
 }
 

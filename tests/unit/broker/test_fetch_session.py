@@ -316,3 +316,31 @@ def test_a_parked_fetch_skips_a_resting_partition_until_it_wakes_and_then_answer
     assert answered == [(0, 2, 0), (1, 0, 1)]  # T-0's new HW, T-1's record
     assert session.parked == []
     assert len(broker.state.delayed_fetches) == 0
+
+
+def test_a_fetch_left_from_a_replaced_session_puts_nothing_to_rest_in_the_new_one() -> None:
+    """A follower that gave up on a parked fetch opens a new session (epoch 0) while the old
+    fetch still waits at the leader. When the old fetch completes, it reads every partition it
+    holds and rests none of them in the new session, whose full answer then lists every
+    partition, as it would with no partition ever resting."""
+    from protocols.replication import FetchPartition  # noqa: PLC0415
+
+    broker, ctx = _leader_of_two("3.9")
+    _session_fetch(broker, ctx, 0, {0: 0, 1: 0}, leader_epoch=0)
+    assert _session_fetch(broker, ctx, 1, {0: 2}, leader_epoch=0) == (ErrorCode.NONE, [])
+    old = FetchRequest(2, 500, 1, (), session_epoch=2)
+    assert not _sends(broker.on_message(ctx, Inbound(broker_address(2), old, 10, 2)), FetchResponse)
+    [stale] = broker.state.fetch_sessions[2].parked
+    full = FetchRequest(
+        2, 500, 1, tuple(FetchPartition("T", p, offset, current_leader_epoch=0) for p, offset in ((0, 2), (1, 0))), session_epoch=0
+    )
+    assert not _sends(broker.on_message(ctx, Inbound(broker_address(2), full, 11, 2)), FetchResponse)
+    new = broker.state.fetch_sessions[2]
+    ctx.now_ms = 500
+    [answer] = _sends(broker.on_timer(ctx, f"fetch:{stale.id}"), FetchResponse)
+    assert answer.correlation_id == 10
+    assert new.resting == {}
+    [fresh] = [op for op, _ in broker.state.delayed_fetches._ops.values()]  # noqa: SLF001
+    [answer] = _sends(broker.on_timer(ctx, f"fetch:{fresh.id}"), FetchResponse)
+    assert answer.correlation_id == 11
+    assert [(a.partition, a.high_watermark) for a in answer.message.partitions] == [(0, 2), (1, 0)]
