@@ -354,15 +354,16 @@ def complete_fetch(b: Broker, out: Out, op_id: int) -> None:
     else:
         session = b.state.fetch_sessions.get(replica)
         # A fetch parked in a session the follower has since replaced (it gave up on this one
-        # and opened another) reads every partition it holds, and puts none to rest in the new
-        # session: what rests there is the new session's business.
+        # and opened another) reads every partition it holds and is answered through its own
+        # session: what rests in the new one, and what was sent there, is not its business.
         current = session is not None and session is op.session
         resting = session.resting if current and session is not None else {}
         reads = []
         for fp in op.partitions:
             tp = (fp.topic, fp.partition)
             reads.append(RESTING if tp in resting else _idle_or_read(b, fp, replica))
-    out.reply(op.inbound, FetchResponse(_session_answers(b, op.request, op.partitions, reads, may_rest=current)))
+    answers = _session_answers(b, op.request, op.partitions, reads, session=op.session if not current else None)
+    out.reply(op.inbound, FetchResponse(answers))
 
 
 def _idle_or_read(b: Broker, fp: FetchPartition, replica_id: int) -> _Read | None:
@@ -380,7 +381,7 @@ def _session_answers(
     fetched: tuple[FetchPartition, ...],
     reads: list[_Read | None],
     *,
-    may_rest: bool = True,
+    session: LeaderFetchSession | None = None,
 ) -> tuple[FetchedPartition, ...]:
     """KIP-227's `IncrementalFetchContext`: a follower's request in a session it opened earlier
     is answered with only the partitions that carry records, an error, a diverging epoch or a
@@ -389,11 +390,17 @@ def _session_answers(
 
     A read of None is a follower's idle partition (`on_fetch`): no records and no error, and the
     HW and log start it would have read, which nothing in the same handler changes, are read
-    here, so a fetch that waits in the purgatory builds no read for it at all."""
+    here, so a fetch that waits in the purgatory builds no read for it at all.
+
+    `session`: a fetch parked in a session the follower has since replaced is answered through
+    that session (Kafka's delayed fetch keeps its own fetch context): what it sends is recorded
+    there, not in the current session, and nothing comes to rest."""
     pairs = zip(fetched, reads, strict=True)
     if req.replica_id < 0:
         return tuple(_answer(fp, read) for fp, read in pairs)
-    session = b.state.fetch_sessions.get(req.replica_id)
+    replaced = session is not None
+    if session is None:
+        session = b.state.fetch_sessions.get(req.replica_id)
     previous = session.sent_high_watermarks if req.session_epoch > 0 and session is not None else None
     # Keyed by plain (topic, partition) tuples, equal to the TopicPartition they stand for. An
     # incremental answer updates the HWs sent in place (a resting partition's stays as sent);
@@ -403,7 +410,7 @@ def _session_answers(
     none = ErrorCode.NONE
     partitions = b.state.partitions
     # Before 1.1 every Fetch is a new session; a fetch from a replaced session rests nothing.
-    rests = may_rest and b.config.profile.incremental_fetch_sessions
+    rests = not replaced and b.config.profile.incremental_fetch_sessions
     for fp, read in pairs:
         if read is RESTING:
             continue

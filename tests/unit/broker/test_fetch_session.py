@@ -344,3 +344,27 @@ def test_a_fetch_left_from_a_replaced_session_puts_nothing_to_rest_in_the_new_on
     [answer] = _sends(broker.on_timer(ctx, f"fetch:{fresh.id}"), FetchResponse)
     assert answer.correlation_id == 11
     assert [(a.partition, a.high_watermark) for a in answer.message.partitions] == [(0, 2), (1, 0)]
+
+
+def test_a_fetch_left_from_a_replaced_session_records_what_it_sends_in_its_own_session() -> None:
+    """Kafka's delayed fetch answers through its own fetch context: a fetch completed after its
+    session was replaced records the HWs it sends in that session, not in the new one."""
+    from protocols.replication import FetchPartition  # noqa: PLC0415
+
+    broker, ctx = _leader_of_two("3.9")
+    _session_fetch(broker, ctx, 0, {0: 0, 1: 0}, leader_epoch=0)
+    _session_fetch(broker, ctx, 1, {0: 2}, leader_epoch=0)
+    old_session = broker.state.fetch_sessions[2]
+    stale_request = FetchRequest(2, 500, 1, (), session_epoch=2)
+    assert not _sends(broker.on_message(ctx, Inbound(broker_address(2), stale_request, 10, 2)), FetchResponse)
+    [stale] = old_session.parked
+    full = FetchRequest(2, 0, 1, tuple(FetchPartition("T", p, o, current_leader_epoch=0) for p, o in ((0, 2), (1, 0))))
+    [answer] = _sends(broker.on_message(ctx, Inbound(broker_address(2), full, 11, 2)), FetchResponse)
+    new_session = broker.state.fetch_sessions[2]
+    assert new_session is not old_session
+    new_session.sent_high_watermarks[("T", 0)] = 99  # as if a later answer had sent another HW
+    ctx.now_ms = 500
+    [answer] = _sends(broker.on_timer(ctx, f"fetch:{stale.id}"), FetchResponse)
+    assert answer.correlation_id == 10
+    assert new_session.sent_high_watermarks[("T", 0)] == 99
+    assert old_session.sent_high_watermarks[("T", 0)] == 2
