@@ -176,14 +176,20 @@ def _next_request(
             listed.append(last)
     forgotten = () if epoch == 0 else tuple(ForgottenPartition(tp.topic, tp.partition) for tp in held if tp not in wanted)
     session.session_partitions = wanted
+    return _fetch_request(b, listed, epoch, forgotten), sent
+
+
+def _fetch_request(
+    b: Broker, listed: list[FetchPartition], epoch: int, forgotten: tuple[ForgottenPartition, ...]
+) -> FetchRequest:
     return FetchRequest(
-        replica_id=me,
+        replica_id=b.config.broker_id,
         max_wait_ms=b.config.replica_fetch_wait_max_ms,
         min_bytes=b.config.replica_fetch_min_bytes,
         partitions=tuple(listed),
         session_epoch=epoch,
         forgotten=forgotten,
-    ), sent
+    )
 
 
 def _next_steady_fetch(b: Broker, session: FetchSession, now: int) -> FetchRequest | None:
@@ -212,14 +218,7 @@ def _next_steady_fetch(b: Broker, session: FetchSession, now: int) -> FetchReque
         if before is not last and before != last:
             listed.append(last)
         held[tp] = last
-    return FetchRequest(
-        replica_id=b.config.broker_id,
-        max_wait_ms=b.config.replica_fetch_wait_max_ms,
-        min_bytes=b.config.replica_fetch_min_bytes,
-        partitions=tuple(listed),
-        session_epoch=session.session_epoch,
-        forgotten=(),
-    )
+    return _fetch_request(b, listed, session.session_epoch, ())
 
 
 def _position(f: FollowedPartition, on_fetch_epoch: bool, fencing: bool, max_bytes: int) -> tuple[FetchPartition, int]:

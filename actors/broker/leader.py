@@ -163,14 +163,14 @@ def _wake_all(session: LeaderFetchSession) -> None:
         rest.partition.wake()
 
 
-def _come_to_rest(session: LeaderFetchSession, tp: TopicPartition, partition: Partition, replica: int, fp: FetchPartition, hw: int) -> None:
+def _come_to_rest(session: LeaderFetchSession, tp: TopicPartition, partition: Partition, replica: int, fp: FetchPartition) -> None:
     """An idle partition just answered (or left out) with its HW: it rests from now on if the
     fetch handler's idle path would take it (`_idle`)."""
     state = partition.followers.get(replica)
     if state is None or not _idle(partition, state, replica, fp):
         return
     log = partition.log
-    session.resting[tp] = Rest(partition, state, log.log_end_offset, hw)
+    session.resting[tp] = Rest(partition, state, log.log_end_offset)
     partition.resting[replica] = session
     # It rests while its LEO and HW stay as they are: any change to either, by any path, wakes
     # it. Every other change that would make reading it find more than an idle partition (a
@@ -423,7 +423,7 @@ def _session_answers(
                 kept.append(FetchedPartition(fp.topic, fp.partition, none, hw, (), None, log.log_start_offset))
             sent[tp] = hw  # type: ignore[index]
             if session is not None and rests:
-                _come_to_rest(session, tp, partition, req.replica_id, fp, hw)  # type: ignore[arg-type]
+                _come_to_rest(session, tp, partition, req.replica_id, fp)  # type: ignore[arg-type]
             continue
         hw = read.high_watermark if read.error_code is none else -1
         if (

@@ -155,8 +155,9 @@ class LeaderFetchSession:
     def woke(self, tp: TopicPartition) -> None:
         """`tp` stopped resting: every parked fetch that skipped it reads and watches it from
         now on, in the session's order, as it would had it read every partition."""
-        for op in self.parked:
-            fp = op.held.get(tp) if op.held is not None else None
+        for op in self.parked:  # each skipped resting partitions, so holds its session's
+            assert op.held is not None
+            fp = op.held.get(tp)
             if fp is None:
                 continue
             reading = {(p.topic, p.partition) for p in op.partitions}
@@ -169,12 +170,11 @@ class LeaderFetchSession:
 
 
 class Rest(NamedTuple):
-    """A resting partition, with its follower's state and the LEO and HW it came to rest at."""
+    """A resting partition, with its follower's state and the LEO it came to rest at."""
 
     partition: Partition
     state: ReplicaState
     log_end_offset: int
-    high_watermark: int
 
 
 @dataclass(slots=True)
