@@ -22,7 +22,7 @@ from itertools import accumulate
 from sys import intern
 from typing import Protocol, overload
 
-__all__ = ["Batch", "BatchRuns", "LogEntries", "Run", "ValueRun", "compact_values", "numbered"]
+__all__ = ["Batch", "BatchRuns", "LogEntries", "Run", "ValueRun", "compact_values", "numbered", "producer_records"]
 
 _DIGITS = "0123456789"
 
@@ -79,6 +79,20 @@ def numbered(value: str) -> tuple[str, int] | None:
     if not digits or (digits[0] == "0" and len(digits) > 1):
         return None
     return prefix, int(digits)
+
+
+def producer_records(values: Sequence[str]) -> tuple[str, list[int]] | None:
+    """The producer and the record numbers of one producer's values (`producer-1:17`); None for
+    values that are not (written through the API, or mixed)."""
+    if type(values) is ValueRun:
+        return (values.prefix[:-1], list(values.numbers())) if values.prefix.endswith(":") and values.count else None
+    named = [numbered(v) for v in values]
+    if not named or named[0] is None or not named[0][0].endswith(":"):
+        return None
+    prefix = named[0][0]
+    if any(n is None or n[0] != prefix for n in named):
+        return None
+    return prefix[:-1], [n[1] for n in named if n is not None]
 
 
 def compact_values(values: Sequence[str]) -> Sequence[str]:

@@ -25,13 +25,15 @@ the ids differ from Kafka's, their uniqueness does not).
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from actors.broker.state import DelayedProduce, PendingProduce
 from actors.core import Address, Ctx, Inbound, Out
 from protocols.errors import ErrorCode
 from protocols.metadata import MetadataRequest
 from protocols.producer import InitProducerIdRequest, InitProducerIdResponse
+from protocols.records import producer_records
 from protocols.replication import ProducePartitionData, ProducePartitionResponse, ProduceRequest, ProduceResponse
 from protocols.types import TopicPartition
 
@@ -131,10 +133,18 @@ def _append(
         producer_epoch=data.producer_epoch,
         base_sequence=data.base_sequence,
         acks=acks,
+        # The records' producer and numbers, as the producer's own events name them: what lets
+        # the analytics tell which record each offset of a final log holds.
+        **_named(batch.values),
     )
     pending[tp] = PendingProduce(log.log_end_offset, batch.base_offset)
     b.after_leader_change(ctx, out, partition, leo_changed=True)
     return ErrorCode.NONE
+
+
+def _named(values: Sequence[str]) -> dict[str, Any]:
+    named = producer_records(values)
+    return {} if named is None else {"producer": named[0], "records": named[1]}
 
 
 def _produce_error(b: Broker, tp: TopicPartition, acks: int) -> ErrorCode:

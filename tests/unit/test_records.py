@@ -6,7 +6,7 @@ from __future__ import annotations
 from actors.broker.partition_log import PartitionLog
 from actors.core import Out
 from protocols import decode_frame, encode_frame
-from protocols.records import LogEntries, ValueRun, compact_values, numbered
+from protocols.records import LogEntries, ValueRun, compact_values, numbered, producer_records
 from protocols.errors import ErrorCode
 from protocols.replication import FetchedPartition, FetchResponse, RecordBatch
 from protocols.types import TopicPartition
@@ -35,6 +35,16 @@ def test_values_are_compacted_only_when_they_are_a_run() -> None:
     assert compact_values(()) == ()
     assert numbered("m10") == ("m", 10) and numbered("m") is None and numbered("m007") is None
     assert numbered("0") == ("", 0)
+
+
+def test_a_batch_names_its_producer_and_record_numbers() -> None:
+    assert producer_records(ValueRun("producer-2:", 7, 3, 2)) == ("producer-2", [7, 9, 11])
+    assert producer_records(("producer-1:4", "producer-1:9")) == ("producer-1", [4, 9])
+    # Values written through the API, or of two producers, name no batch.
+    assert producer_records(("a", "b")) is None
+    assert producer_records(("producer-1:4", "producer-2:5")) is None
+    assert producer_records(ValueRun("v", 1, 2)) is None
+    assert producer_records(()) is None
 
 
 def test_a_run_goes_on_the_wire_as_its_strings() -> None:
