@@ -2,23 +2,28 @@
 
 summary.json's `lost_acked` and `log_duplicates` compare what producers had acknowledged with
 each partition's final log: the live leader with the highest epoch, else the longest replica.
-The events do not list a log's records, so this rebuilds them:
+The events do not list a log's records, so this rebuilds them, as offset ranges throughout:
 
 - Each replica's log end offset over time: `replica_offsets_changed` follows every append,
   fetch and truncation; a restart keeps only the partitions `broker_started` names (the others'
-  logs are empty), and a disk loss empties them all.
+  logs are empty), and a disk loss empties them all. A replica's LEO only falls at a truncation
+  (`log_truncated`) or a restart, so between two of those, and within one leader epoch, its
+  changes only grow: each such run of changes is kept as its first and last change, found by
+  an aggregation, not a sort of every change.
 - The final log's offset `o` was last taken by the replica's latest LEO growth across it, in
   leader epoch S (its own append as leader, or a fetch from the leader of S). The record there
   is the one written at `o` in the highest epoch up to S that wrote `o` (`records_appended`):
-  one leader writes an offset once in its epoch, and a fetch in epoch S copies the leader of S,
-  whose log holds at `o` the record of the latest epoch it has followed. This is exact unless a
-  leader of an epoch between the record's and S wrote `o` and lost it before the leader of S
-  fetched it (a leader that lived for less than one replication round trip).
-- An append's records: with idempotence, the batch whose producer id, epoch and base sequence
-  it carries (`batch_sent`); without, only an acknowledged append is named, by the offset and
-  broker of its batch's last attempt (`produce_completed`). An unacknowledged append of a
-  producer without idempotence (a retry's first copy, whose answer was lost) names no batch: its
-  offsets are counted in `log_unresolved` and in neither figure.
+  one leader writes an offset once in its epoch, appending from its LEO up without a gap, and a
+  fetch in epoch S copies the leader of S, whose log holds at `o` the record of the latest epoch
+  it has followed. This is exact unless a leader of an epoch between the record's and S wrote
+  `o` and lost it before the leader of S fetched it (a leader that lived for less than one
+  replication round trip), or a follower took `o` from a leader whose newer epoch it had not
+  heard of yet (before KIP-320, in 2.1, a fetch carries no epoch).
+- An append's records: `records_appended` names its batch (its producer and record numbers),
+  every copy of a retry included. A record belongs to one batch, so a record written twice is
+  a batch whose pieces in its final log overlap, and an acknowledged record is lost when no
+  piece of its batch holds it: both are found per batch, with the batch's records listed only
+  where it is in several pieces. Offsets no append names are counted in `log_unresolved`.
 
 - Retention: the final log holds only the offsets from its replica's last log start offset
   (`log_start_offset_changed`; 0 again where the log was emptied). An acknowledged record
@@ -34,11 +39,26 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
-from pyspark.sql.types import ArrayType, LongType, StringType
+from pyspark.sql.types import ArrayType, StringType
 
 __all__ = ["final_log_figures", "lost_and_duplicated"]
 
 REPLICA = ["run", "node", "topic", "partition"]
+PARTITION = ["run", "topic", "partition"]
+BATCH = ["run", "topic", "partition", "producer", "first_record"]
+"""A batch: its producer and the number of its first record."""
+NEVER = 1 << 62
+"""A line number after every line."""
+FACTS = (
+    "became_leader",
+    "became_follower",
+    "node_started",
+    "node_crashed",
+    "node_stopped",
+    "broker_started",
+    "log_truncated",
+    "log_start_offset_changed",
+)
 
 
 def _user() -> Column:
@@ -46,40 +66,81 @@ def _user() -> Column:
     return ~F.col("topic").startswith("__")
 
 
-def _log_end_offsets(events: DataFrame) -> DataFrame:
-    """Every change of a replica's LEO, in log order, with the epoch and role it came in."""
+def _facts(events: DataFrame) -> DataFrame:
+    """The few events about replicas' roles, restarts, truncations and log starts, with the
+    columns read of them: one scan, kept for every table below that reads them."""
+    return events.where(F.col("event").isin(*FACTS)).select(
+        "run", "ln", "event", "node", "target", "kind", "topic", "partition", "leader_epoch", "log_start_offset", "partitions"
+    )
+
+
+def _segments(facts: DataFrame) -> DataFrame:
+    """Each run's lines cut where some LEO may fall (a broker's restart or crash, a replica's
+    truncation): segment `segment` is lines [from_ln, to_ln), and segment 0 the lines before
+    the first cut."""
+    cuts = facts.where(F.col("event").isin("broker_started", "node_crashed", "log_truncated")).select("run", F.col("ln").alias("from_ln"))
+    order = Window.partitionBy("run").orderBy("from_ln")
+    return (
+        cuts.unionByName(cuts.select("run").distinct().select("run", F.lit(-1).cast("long").alias("from_ln")))
+        .withColumn("segment", F.row_number().over(order) - 1)
+        .withColumn("to_ln", F.coalesce(F.lead("from_ln").over(order), F.lit(NEVER)))
+    )
+
+
+def _growths(events: DataFrame, facts: DataFrame) -> DataFrame:
+    """Each replica's LEO changes, one row per run of them that only grows: within one segment
+    of its run's lines and one leader epoch (REPLICA, leader_epoch, first_ln, first_leo,
+    last_ln, last_leo, leads: whether the last change was a leader's)."""
     changes = events.where((F.col("event") == "replica_offsets_changed") & _user()).select(
         *REPLICA, "ln", F.col("log_end_offset").alias("leo"), "leader_epoch", "role"
+    ).alias("c")
+    # A broadcast range join: a run has few cuts. A run without any has all its lines in segment 0.
+    segments = F.broadcast(_segments(facts)).alias("s")
+    inside = (F.col("c.run") == F.col("s.run")) & (F.col("c.ln") >= F.col("s.from_ln")) & (F.col("c.ln") < F.col("s.to_ln"))
+    rows = changes.join(segments, inside, "left").select("c.*", F.coalesce("s.segment", F.lit(0)).alias("segment"))
+    return rows.groupBy(*REPLICA, "segment", "leader_epoch").agg(
+        F.min("ln").alias("first_ln"),
+        F.min_by("leo", "ln").alias("first_leo"),
+        F.max("ln").alias("last_ln"),
+        F.max_by("leo", "ln").alias("last_leo"),
+        # A string in an aggregation's buffer would make Spark sort every change to aggregate.
+        F.max_by(F.when(F.col("role") == "leader", 1).otherwise(0), "ln").alias("leads"),
     )
-    empty = _emptied(events, changes.select(*REPLICA).distinct()).select(
-        *REPLICA, "ln", F.lit(0).cast("long").alias("leo"), F.lit(None).cast("long").alias("leader_epoch"), F.lit("offline").alias("role")
-    )
-    return changes.unionByName(empty)
 
 
-def _log_start_offsets(events: DataFrame, authority: DataFrame) -> DataFrame:
+def _log_end_offsets(facts: DataFrame, growths: DataFrame) -> DataFrame:
+    """The LEO changes that matter, in log order (REPLICA, ln, leo, leader_epoch): each run's
+    first and last, and a zero where a log was emptied."""
+    ends = [("first_ln", "first_leo"), ("last_ln", "last_leo")]
+    kept = [growths.select(*REPLICA, F.col(ln).alias("ln"), F.col(leo).alias("leo"), "leader_epoch") for ln, leo in ends]
+    empty = _emptied(facts, growths.select(*REPLICA).distinct()).select(
+        *REPLICA, "ln", F.lit(0).cast("long").alias("leo"), F.lit(None).cast("long").alias("leader_epoch")
+    )
+    return kept[0].unionByName(kept[1]).unionByName(empty)
+
+
+def _log_start_offsets(facts: DataFrame, authority: DataFrame) -> DataFrame:
     """Each final log's log start offset: (run, topic, partition) -> start."""
-    changes = events.where((F.col("event") == "log_start_offset_changed") & _user()).select(
+    changes = facts.where((F.col("event") == "log_start_offset_changed") & _user()).select(
         *REPLICA, "ln", F.col("log_start_offset").alias("start")
     )
-    empty = _emptied(events, changes.select(*REPLICA).distinct()).select(*REPLICA, "ln", F.lit(0).cast("long").alias("start"))
-    last = Window.partitionBy(*REPLICA).orderBy(F.col("ln").desc())
-    starts = changes.unionByName(empty).withColumn("k", F.row_number().over(last)).where("k = 1")
-    return authority.join(starts, REPLICA).select("run", "topic", "partition", "start")
+    empty = _emptied(facts, changes.select(*REPLICA).distinct()).select(*REPLICA, "ln", F.lit(0).cast("long").alias("start"))
+    starts = changes.unionByName(empty).groupBy(*REPLICA).agg(F.max_by("start", "ln").alias("start"))
+    return authority.join(starts, REPLICA).select(*PARTITION, "start")
 
 
-def _emptied(events: DataFrame, replicas: DataFrame) -> DataFrame:
+def _emptied(facts: DataFrame, replicas: DataFrame) -> DataFrame:
     """When each of these replicas' logs was emptied: a restart that did not keep it, or a disk
     loss (REPLICA, ln)."""
     kept = F.from_json("partitions", ArrayType(StringType()))
-    restarts = events.where(F.col("event") == "broker_started").select("run", "node", "ln", kept.alias("kept"))
+    restarts = facts.where(F.col("event") == "broker_started").select("run", "node", "ln", kept.alias("kept"))
     emptied = (
         restarts.join(replicas, ["run", "node"])
         .where(~F.array_contains("kept", F.concat_ws("-", "topic", F.col("partition").cast("string"))))
         .select(*REPLICA, "ln")
     )
     wiped = (
-        events.where((F.col("event") == "node_crashed") & (F.col("kind") == "disk_loss"))
+        facts.where((F.col("event") == "node_crashed") & (F.col("kind") == "disk_loss"))
         .select("run", F.col("target").alias("node"), "ln")
         .join(replicas, ["run", "node"])
         .select(*REPLICA, "ln")
@@ -87,22 +148,19 @@ def _emptied(events: DataFrame, replicas: DataFrame) -> DataFrame:
     return emptied.unionByName(wiped)
 
 
-def _authorities(events: DataFrame, leos: DataFrame) -> DataFrame:
+def _authorities(facts: DataFrame, growths: DataFrame, leos: DataFrame) -> DataFrame:
     """Each partition's final log: (run, topic, partition) -> node and final LEO."""
-    # Each "last" is an aggregation by line number (`max_by`), not a window: no sort.
-    roles = events.where(F.col("event").isin("replica_offsets_changed", "became_leader", "became_follower")).select(
+    became = facts.where(F.col("event").isin("became_leader", "became_follower")).select(
         *REPLICA,
-        "ln",
-        F.when(F.col("event") == "became_leader", "leader")
-        .when(F.col("event") == "became_follower", "follower")
-        .otherwise(F.col("role"))
-        .alias("role"),
+        F.col("ln").alias("last_ln"),
+        F.when(F.col("event") == "became_leader", 1).otherwise(0).alias("leads"),
         "leader_epoch",
     )
-    role = roles.groupBy(*REPLICA).agg(F.max_by(F.struct("role", "leader_epoch"), "ln").alias("r")).select(*REPLICA, "r.*")
+    roles = growths.select(*REPLICA, "last_ln", "leads", "leader_epoch").unionByName(became)
+    role = roles.groupBy(*REPLICA).agg(F.max_by(F.struct("leads", "leader_epoch"), "last_ln").alias("r")).select(*REPLICA, "r.*")
     leo = leos.groupBy(*REPLICA).agg(F.max_by("leo", "ln").alias("leo"))
     down = (
-        events.where(F.col("event").isin("node_started", "node_crashed", "node_stopped"))
+        facts.where(F.col("event").isin("node_started", "node_crashed", "node_stopped"))
         .groupBy("run", F.col("target").alias("node"))
         .agg(F.max_by("event", "ln").alias("event"))
         .where(F.col("event") != "node_started")
@@ -111,124 +169,194 @@ def _authorities(events: DataFrame, leos: DataFrame) -> DataFrame:
     final = (
         leo.join(role, REPLICA, "left")
         .join(down, ["run", "node"], "left")
-        .withColumn("leads", F.col("down").isNull() & (F.col("role") == "leader"))
+        .withColumn("leads", F.col("down").isNull() & (F.col("leads") == 1))
         .withColumn("broker", F.regexp_extract("node", r"(\d+)$", 1).cast("long"))
     )
     # The live leader with the highest epoch, else the longest log (the lowest broker on a tie).
-    best = Window.partitionBy("run", "topic", "partition").orderBy(
+    best = Window.partitionBy(*PARTITION).orderBy(
         F.col("leads").desc(),
         F.when(F.col("leads"), F.col("leader_epoch")).desc_nulls_last(),
         F.col("leo").desc(),
         F.col("broker"),
     )
-    return final.withColumn("k", F.row_number().over(best)).where("k = 1").select("run", "node", "topic", "partition", "leo")
+    return final.withColumn("k", F.row_number().over(best)).where("k = 1").select(*REPLICA, "leo")
 
 
-def _appends(events: DataFrame) -> DataFrame:
-    """Each append's offsets with the value written at each, where the log names its batch."""
-    numbers = F.from_json("records", ArrayType(LongType()))
-    appended = events.where((F.col("event") == "records_appended") & ~F.col("topic").startswith("__")).select(
-        "run", "ln", "node", "topic", "partition", "leader_epoch", "base_offset", "count",
-        "producer_id", "producer_epoch", "base_sequence",
-    )
-    batch = ["run", "topic", "partition", "producer_id", "producer_epoch", "base_sequence"]
-    sent = events.where(F.col("event") == "batch_sent")
-    sequenced = (
-        sent.where(F.col("producer_id") >= 0)
-        .groupBy(*batch)
-        .agg(F.min(F.struct("producer", numbers.alias("numbers"))).alias("b"))
-        .select(*batch, "b.producer", "b.numbers")
-    )
-    by_sequence = appended.where(F.col("producer_id") >= 0).join(sequenced, batch, "left")
-    # Without idempotence only the acknowledgement names an append: the broker of the batch's
-    # last attempt, and the offset it answered; the append is the latest there before the answer.
-    attempt = ["run", "producer", "batch", "attempt"]
-    acked = (
-        events.where((F.col("event") == "produce_completed") & (F.col("error") == "NONE") & (F.col("base_offset") >= 0))
-        .select(*attempt, "topic", "partition", "base_offset", numbers.alias("numbers"), F.col("ln").alias("acked_ln"))
-        .join(sent.select(*attempt, F.concat(F.lit("broker-"), F.col("broker_id").cast("string")).alias("node")), attempt)
-    )
-    plain = appended.where(F.col("producer_id") < 0)
-    named = (
-        plain.join(acked, ["run", "node", "topic", "partition", "base_offset"])
-        .where(F.col("ln") < F.col("acked_ln"))
-        .groupBy("run", "producer", "batch")
-        .agg(F.max_by(F.struct("ln", "numbers"), "ln").alias("a"))
-        .select("run", "a.ln", "producer", "a.numbers")
-    )
-    by_ack = plain.join(named, ["run", "ln"], "left")
-    cols = ["run", "topic", "partition", "leader_epoch", "base_offset", "count", "producer", "numbers"]
-    both = by_sequence.select(*cols).unionByName(by_ack.select(*cols))
-    i = F.posexplode(F.sequence(F.lit(0), F.col("count") - 1))
-    return both.where(F.col("count") > 0).select("run", "topic", "partition", "leader_epoch", "base_offset", "producer", "numbers", i).select(
-        "run", "topic", "partition", "leader_epoch",
-        (F.col("base_offset") + F.col("col")).alias("offset"),
-        F.when(F.col("producer").isNotNull(), F.concat_ws(":", "producer", F.col("numbers")[F.col("pos")].cast("string"))).alias("value"),
-    )
-
-
-def lost_and_duplicated(events: DataFrame) -> DataFrame:
-    """Per run: lost_acked, log_duplicates and log_unresolved (offsets whose record is unnamed)."""
-    leos = _log_end_offsets(events)
-    authority = _authorities(events, leos).localCheckpoint()
-    starts = _log_start_offsets(events, authority)
+def _taken(leos: DataFrame, authority: DataFrame, starts: DataFrame) -> DataFrame:
+    """The final logs as ranges [lo, hi) with the epoch S each was last taken in, from the log
+    start offset up."""
     # The authority's LEO changes, newest first: the one before each (`lead`), and the lowest
     # from it to the end of the run (a running `min`). A growth finally takes the offsets from
     # the LEO before it up to that lowest LEO: no later change goes below them (every later
     # growth starts at or above it), and every offset from it up was taken again later.
-    newest_first = Window.partitionBy(*REPLICA).orderBy(F.col("ln").desc())
+    newest_first = Window.partitionBy(*REPLICA).orderBy(F.col("ln").desc(), F.col("leo").desc())
     since = newest_first.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    taken = (
-        leos.join(F.broadcast(authority.select(*REPLICA)), REPLICA, "left_semi")
+    return (
+        leos.join(authority.select(*REPLICA), REPLICA, "left_semi")
         .withColumn("before", F.coalesce(F.lead("leo").over(newest_first), F.lit(0)))
         .withColumn("kept", F.min("leo").over(since))
-        .where(F.col("kept") > F.col("before"))
-        .select("run", "topic", "partition", "leader_epoch", F.explode(F.sequence("before", F.col("kept") - 1)).alias("offset"))
+        .join(starts, PARTITION, "left")
         # Below the final log start offset a record was deleted by retention, not lost.
-        .join(starts, ["run", "topic", "partition"], "left")
-        .where(F.col("offset") >= F.coalesce("start", F.lit(0)))
-        .drop("start")
+        .select(*PARTITION, F.col("leader_epoch").alias("taken_in"), F.greatest("before", F.coalesce("start", F.lit(0))).alias("lo"), F.col("kept").alias("hi"))
+        .where(F.col("hi") > F.col("lo"))
     )
-    writes = _appends(events).alias("w")
-    final = (
-        taken.alias("l")
-        .join(
-            writes,
-            (F.col("l.run") == F.col("w.run"))
-            & (F.col("l.topic") == F.col("w.topic"))
-            & (F.col("l.partition") == F.col("w.partition"))
-            & (F.col("l.offset") == F.col("w.offset"))
-            & (F.col("w.leader_epoch") <= F.col("l.leader_epoch")),
+
+
+def _written(appended: DataFrame) -> DataFrame:
+    """The offsets each epoch's leader wrote, [from, to): its appends are one range, from its
+    LEO when it became leader up."""
+    return appended.groupBy(*PARTITION, "leader_epoch").agg(
+        F.min("base_offset").alias("from"), F.max(F.col("base_offset") + F.col("count")).alias("to")
+    )
+
+
+def _sources(taken: DataFrame, written: DataFrame) -> DataFrame:
+    """The final logs as ranges [lo, hi) with the epoch whose leader wrote them (`written_in`;
+    null where no append wrote them): for each offset, the highest epoch up to the one it was
+    taken in that wrote it."""
+    t, w = taken.alias("t"), written.alias("w")
+    candidates = t.join(
+        w,
+        [F.col(f"t.{k}") == F.col(f"w.{k}") for k in PARTITION]
+        + [F.col("w.leader_epoch") <= F.col("t.taken_in"), F.col("w.from") < F.col("t.hi"), F.col("w.to") > F.col("t.lo")],
+    ).select("t.*", "w.leader_epoch", "w.from", "w.to")
+    # Cut each taken range at every bound of the epochs' ranges inside it; each piece has one source.
+    range_key = [*PARTITION, "lo"]
+    inner = candidates.select(*range_key, F.explode(F.array("from", "to")).alias("at")).join(taken, range_key).where(
+        (F.col("at") > F.col("lo")) & (F.col("at") < F.col("hi"))
+    )
+    bounds = taken.select(*range_key, F.col("lo").alias("at")).unionByName(inner.select(*range_key, "at")).distinct()
+    order = Window.partitionBy(*range_key).orderBy("at")
+    pieces = (
+        bounds.join(taken, range_key)
+        .withColumn("end", F.coalesce(F.lead("at").over(order), F.col("hi")))
+        .select(*PARTITION, "taken_in", "lo", F.col("at").alias("piece_lo"), F.col("end").alias("piece_hi"))
+    )
+    p, c = pieces.alias("p"), candidates.alias("c")
+    return (
+        p.join(
+            c,
+            [F.col(f"p.{k}") == F.col(f"c.{k}") for k in range_key]
+            + [F.col("c.from") <= F.col("p.piece_lo"), F.col("c.to") >= F.col("p.piece_hi")],
             "left",
         )
-        .groupBy("l.run", "l.topic", "l.partition", "l.offset")
-        .agg(F.max(F.struct(F.col("w.leader_epoch"), F.col("w.value"))).alias("r"))
-        .select("run", "topic", "partition", F.col("r.value").alias("value"))
-    ).localCheckpoint()
-    unresolved = final.where(F.col("value").isNull()).groupBy("run").agg(F.count("*").alias("log_unresolved"))
-    duplicated = (
-        final.where(F.col("value").isNotNull())
-        .groupBy("run", "topic", "partition", "value")
-        .count()
-        .groupBy("run")
-        .agg(F.sum(F.col("count") - 1).alias("log_duplicates"))
+        .groupBy(*[F.col(f"p.{k}") for k in PARTITION], "p.piece_lo", "p.piece_hi")
+        .agg(F.max("c.leader_epoch").alias("written_in"))
+        .select(*PARTITION, "written_in", F.col("piece_lo").alias("lo"), F.col("piece_hi").alias("hi"))
     )
-    numbers = F.from_json("records", ArrayType(LongType()))
-    # An acknowledged record at an offset below its final log's start was deleted, not lost.
+
+
+def _appended(events: DataFrame) -> DataFrame:
+    """Every append of a user topic: where, in which epoch, and which batch (BATCH; a null
+    producer where its values are not a producer's numbered records)."""
+    return events.where((F.col("event") == "records_appended") & _user() & (F.col("count") > 0)).select(
+        *_batch(), "leader_epoch", "base_offset", "count"
+    )
+
+
+def _batch() -> list[Column]:
+    """A batch's key (BATCH) from an event that names its records: one producer's records are
+    each in one batch, so its first record names it."""
+    return [*map(F.col, PARTITION), F.col("producer"), F.regexp_extract("records", r"\d+", 0).cast("long").alias("first_record")]
+
+
+def _pieces(appended: DataFrame, sources: DataFrame) -> DataFrame:
+    """Each append's piece of the final log: its records from index i0 to i1 (BATCH, size, i0,
+    i1, first: null)."""
+    s, a = F.broadcast(sources).alias("s"), appended.alias("a")
+    return a.join(
+        s,
+        [F.col(f"a.{k}") == F.col(f"s.{k}") for k in PARTITION]
+        + [
+            F.col("a.leader_epoch") == F.col("s.written_in"),
+            F.col("a.base_offset") < F.col("s.hi"),
+            F.col("a.base_offset") + F.col("a.count") > F.col("s.lo"),
+        ],
+    ).select(
+        *[F.col(f"a.{k}") for k in BATCH],
+        F.col("a.count").alias("size"),
+        (F.greatest("s.lo", "a.base_offset") - F.col("a.base_offset")).alias("i0"),
+        (F.least("s.hi", F.col("a.base_offset") + F.col("a.count")) - F.col("a.base_offset")).alias("i1"),
+        F.lit(None).cast("long").alias("first"),
+    )
+
+
+def _count(records: Column) -> Column:
+    """The numbers in a JSON list of them, without parsing it: its commas and one."""
+    return F.length(records) - F.length(F.translate(records, ",", "")) + 1
+
+
+def lost_and_duplicated(events: DataFrame) -> DataFrame:
+    """Per run: lost_acked, log_duplicates and log_unresolved (offsets whose record no event
+    names)."""
+    # Every table before the batches' is small: one row per run of LEO growth, replica or range.
+    facts = _facts(events).localCheckpoint()
+    growths = _growths(events, facts).localCheckpoint()
+    leos = _log_end_offsets(facts, growths)
+    authority = _authorities(facts, growths, leos).localCheckpoint()
+    starts = _log_start_offsets(facts, authority).localCheckpoint()
+    appended = _appended(events)
+    written = _written(appended).localCheckpoint()
+    sources = _sources(_taken(leos, authority, starts).localCheckpoint(), written).localCheckpoint()
+    pieces = _pieces(appended, sources)
+    # Each acknowledged batch, from its first record at or above its final log's start (the
+    # records below it were deleted by retention, not lost).
     acked = (
         events.where((F.col("event") == "produce_completed") & (F.col("error") == "NONE") & (F.col("acks") != 0))
-        .select("run", "producer", "topic", "partition", "base_offset", F.posexplode(numbers).alias("i", "n"))
-        .join(starts, ["run", "topic", "partition"], "left")
-        .where(F.col("base_offset") + F.col("i") >= F.coalesce("start", F.lit(0)))
+        .select(*_batch(), _count(F.col("records")).alias("size"), "base_offset")
+        .join(F.broadcast(starts), PARTITION, "left")
+        .select(
+            *BATCH,
+            "size",
+            F.lit(None).cast("long").alias("i0"),
+            F.lit(None).cast("long").alias("i1"),
+            F.greatest(F.lit(0), F.coalesce("start", F.lit(0)) - F.col("base_offset")).alias("first"),
+        )
     )
-    present = final.where(F.col("value").isNotNull()).select("run", "value").distinct()
-    lost = (
-        acked.select("run", F.concat_ws(":", "producer", F.col("n").cast("string")).alias("value"))
-        .join(present, ["run", "value"], "left_anti")
-        .groupBy("run")
-        .agg(F.count("*").alias("lost_acked"))
+    # One row per batch: its pieces in the final logs and its acknowledgement, side by side.
+    batches = (
+        pieces.unionByName(acked)
+        .groupBy(*BATCH)
+        .agg(
+            F.max("size").alias("size"),
+            F.count("i0").alias("n"),
+            F.sum(F.col("i1") - F.col("i0")).alias("held"),
+            F.min("i0").alias("i0"),
+            F.max("i1").alias("i1"),
+            F.max("first").alias("first"),
+        )
+        .localCheckpoint()
     )
-    return duplicated.join(lost, "run", "full").join(unresolved, "run", "full")
+    # Most batches have one piece, whose records are its range. The few in several pieces (a
+    # batch written twice, or cut where the final log's epochs change) have their records
+    # listed to compare them.
+    several = batches.where((F.col("n") > 1) & F.col("producer").isNotNull()).select(*BATCH)
+    listed = (
+        pieces.join(F.broadcast(several), BATCH, "left_semi")
+        .groupBy(*BATCH)
+        .agg(F.array_distinct(F.flatten(F.collect_list(F.sequence("i0", F.col("i1") - 1)))).alias("indexes"))
+    )
+    batches = batches.join(F.broadcast(listed), BATCH, "left")
+    listed = F.col("indexes").isNotNull()
+    written_twice = F.when(listed, F.col("held") - F.size("indexes")).otherwise(0)
+    kept = F.greatest(F.lit(0), F.col("size") - F.col("first"))
+    in_piece = F.greatest(F.lit(0), F.least("size", "i1") - F.greatest("first", "i0"))
+    in_pieces = F.size(F.filter("indexes", lambda i: i >= F.col("first")))
+    lost = F.when(F.col("first").isNull(), 0).otherwise(
+        kept - F.when(F.col("n") == 0, 0).when(listed, in_pieces).otherwise(in_piece)
+    )
+    # Offsets no event names: those no append wrote, and those an append of unnamed values did.
+    unnamed = F.when(F.col("producer").isNull(), F.col("held"))
+    named = F.col("producer").isNotNull()
+    figures = batches.groupBy("run").agg(
+        F.sum(F.when(named, written_twice)).alias("log_duplicates"),
+        F.sum(F.when(named, lost)).alias("lost_acked"),
+        F.sum(unnamed).alias("unnamed"),
+    )
+    unwritten = sources.where(F.col("written_in").isNull()).groupBy("run").agg(F.sum(F.col("hi") - F.col("lo")).alias("unwritten"))
+    return figures.join(unwritten, "run", "full").select(
+        "run", "log_duplicates", "lost_acked", (F.coalesce("unnamed", F.lit(0)) + F.coalesce("unwritten", F.lit(0))).alias("log_unresolved")
+    )
 
 
 def final_log_figures(events: DataFrame, runs: int) -> list[dict[str, Any]]:

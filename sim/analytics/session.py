@@ -65,6 +65,9 @@ def spark_session(master: str = "local[*]", *, testing: bool = False, quiet: boo
         .config("spark.sql.execution.pythonUDF.arrow.enabled", "false")
         # The formatted plan each query logs for the UI costs more than the query on deep plans.
         .config("spark.sql.ui.explainMode", "simple")
+        # The jobs compile a few hundred distinct stages; with Spark's default cache of 100
+        # generated classes a warm run compiles most of them again.
+        .config("spark.sql.codegen.cache.maxEntries", "2000")
     )
     if testing:
         builder = builder.config("spark.default.parallelism", "1").config("spark.driver.memory", "1g")
