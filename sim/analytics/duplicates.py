@@ -7,8 +7,8 @@ the hold processing now (a zombie), else `unexplained`. A hold is one consumer's
 one partition; the first event that ends it gives its label.
 
 What is sequential per consumer is done with windows ordered by the log's line number `ln`
-(`sim.analytics.events`): per consumer incarnation (its auto-commit and listener settings,
-its last commit error), then per consumer and partition (which event starts a hold, which ends
+(`sim.analytics.events`): per consumer (the settings of its incarnation, since its last
+start, and the incarnation's last commit error), then per consumer and partition (which event starts a hold, which ends
 it). Causes that come from the coordinator (a removal, a generation without the member) are
 range joins of the holds with those events. Processings stay offset ranges: each is cut at
 every range boundary of its partition, so that each piece was processed whole or not at all,
@@ -57,25 +57,24 @@ def _consumer_events(events: DataFrame) -> DataFrame:
     first start are dropped, as the simulator ignores them."""
     own = events.where(F.col("event").isin(*CONSUMER_EVENTS)).select(*CONSUMER_COLUMNS)
     crashes = events.where(F.col("event") == "node_crashed").withColumn("node", F.col("target")).select(*CONSUMER_COLUMNS)
-    nodes = own.where(F.col("event") == "consumer_started").select("run", "node").distinct()
-    rows = own.unionByName(crashes.join(nodes, ["run", "node"], "left_semi"))
-    by_node = Window.partitionBy("run", "node").orderBy("ln")
-    rows = rows.withColumn("inc", F.sum((F.col("event") == "consumer_started").cast("int")).over(by_node))
-    rows = rows.where(F.col("inc") > 0)
-    by_inc = Window.partitionBy("run", "node", "inc").orderBy("ln")
-    upto = by_inc.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    rows = own.unionByName(crashes)
+    # One window over each node's events: an incarnation's settings are those of the last
+    # start so far, and its last commit's outcome is forgotten at a start. Rows before a
+    # node's first start (every row of a node that is not a consumer) have no settings.
+    upto = Window.partitionBy("run", "node").orderBy("ln").rowsBetween(Window.unboundedPreceding, Window.currentRow)
     started = F.col("event") == "consumer_started"
+    settings = F.struct(
+        F.col("group_id").alias("c_group"),
+        F.col("enable_auto_commit").alias("auto_commit"),
+        (F.col("commit") == "on_revoke").alias("listener"),
+    )
+    outcome = F.when(F.col("event") == "offset_commit_answered", F.col("error")).when(started, F.lit("NONE"))
     return (
-        rows.withColumn("c_group", F.first(F.when(started, F.col("group_id")), ignorenulls=True).over(upto))
-        .withColumn("auto_commit", F.first(F.when(started, F.col("enable_auto_commit")), ignorenulls=True).over(upto))
-        .withColumn("listener", F.first(F.when(started, F.col("commit") == "on_revoke"), ignorenulls=True).over(upto))
-        .withColumn(
-            "commit_error",
-            F.coalesce(
-                F.last(F.when(F.col("event") == "offset_commit_answered", F.col("error")), ignorenulls=True).over(upto),
-                F.lit("NONE"),
-            ),
-        )
+        rows.withColumn("settings", F.last(F.when(started, settings), ignorenulls=True).over(upto))
+        .withColumn("commit_error", F.coalesce(F.last(outcome, ignorenulls=True).over(upto), F.lit("NONE")))
+        .where(F.col("settings").isNotNull())
+        .select("*", "settings.*")
+        .drop("settings")
     )
 
 
@@ -127,12 +126,13 @@ def _timeline(consumers: DataFrame) -> DataFrame:
 
 
 def _holds(timeline: DataFrame) -> DataFrame:
-    """Which timeline rows start a hold and which end one. A consumer holds a partition after
+    """Which timeline rows start a hold, which end one, and where each hold ends. A consumer holds a partition after
     an assignment or a processing (which takes one if it had none), until a revocation, a
     crash or a restart; a reset while holding ends the hold and starts another."""
     by_tp = Window.partitionBy("run", "node", "tp").orderBy("ln")
     before = by_tp.rowsBetween(Window.unboundedPreceding, -1)
     upto = by_tp.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    after = by_tp.rowsBetween(1, Window.unboundedFollowing)
     kind = F.col("kind")
     status = F.when(kind.isin(ASSIGN, PROCESS), 1).when(kind.isin(REVOKE, CRASH, STARTED), 0)
     t = timeline.withColumn("held_before", F.coalesce(F.last(status, ignorenulls=True).over(before), F.lit(0)) == 1)
@@ -145,6 +145,8 @@ def _holds(timeline: DataFrame) -> DataFrame:
         # A reset's new hold keeps the member id of the one it replaces.
         .withColumn("hold_member", F.last(F.when(F.col("starts") & (kind != RESET), F.col("member_id")), ignorenulls=True).over(upto))
         .withColumn("ends", held & kind.isin(ASSIGN, REVOKE, CRASH, STARTED, RESET))
+        # The first end after a start ends its hold: no hold starts in between.
+        .withColumn("exit", F.first(F.when(F.col("ends"), F.struct("ln", "exit_label")), ignorenulls=True).over(after))
     )
     return t
 
@@ -152,11 +154,14 @@ def _holds(timeline: DataFrame) -> DataFrame:
 def _hold_labels(t: DataFrame, events: DataFrame, consumers: DataFrame) -> DataFrame:
     """Each hold (run, node, tp, hold) with the line and label of the first event that ended it."""
     holds = t.where("starts").select(
-        "run", "node", "tp", "hold", F.col("c_group").alias("group"), F.col("hold_member").alias("member")
-    )
-    exits = t.where("ends").select("run", "node", "tp", F.col("prev_hold").alias("hold"), F.col("ln").alias("exit_ln"), "exit_label")
-    holds = holds.join(exits, ["run", "node", "tp", "hold"], "left").withColumn(
-        "exit_ln", F.coalesce(F.col("exit_ln"), F.lit(NEVER))
+        "run",
+        "node",
+        "tp",
+        "hold",
+        F.col("c_group").alias("group"),
+        F.col("hold_member").alias("member"),
+        F.coalesce(F.col("exit.ln"), F.lit(NEVER)).alias("exit_ln"),
+        F.col("exit.exit_label").alias("exit_label"),
     )
     h = holds.alias("h")
     inside = lambda e: (F.col("e.ln") > F.col("h.hold")) & (F.col("e.ln") < F.col("h.exit_ln"))  # noqa: E731
