@@ -8,11 +8,15 @@ one partition; the first event that ends it gives its label.
 
 What is sequential per consumer is done with windows ordered by the log's line number `ln`
 (`sim.analytics.events`): per consumer (the settings of its incarnation, since its last
-start, and the incarnation's last commit error), then per consumer and partition (which event starts a hold, which ends
-it). Causes that come from the coordinator (a removal, a generation without the member) are
-range joins of the holds with those events. Processings stay offset ranges: each is cut at
-every range boundary of its partition, so that each piece was processed whole or not at all,
-and the previous processing of a piece is a `lag` over the pieces.
+start, and the incarnation's last commit error), then per consumer and partition (which event
+starts a hold, which ends it). That second window sees the few changes of a partition's
+ownership (assignments, revocations, resets, crashes, restarts) and, of the processings
+between two of them, only the first: the others neither start nor end a hold, so each takes
+the hold of the first of its stretch, found by a broadcast range join. Causes that come from
+the coordinator (a removal, a generation without the member) are range joins of the holds
+with those events. Processings stay offset ranges: each is cut at every range boundary of its
+partition, so that each piece was processed whole or not at all, and the previous processing
+of a piece is a `lag` over the pieces.
 """
 
 from __future__ import annotations
@@ -35,14 +39,15 @@ CONSUMER_EVENTS = (
     "poll_timeout_expired",
     "offset_commit_answered",
     "fetch_position_set",
-    "records_processed",
 )
+"""A consumer's events but its processings: few, and what decides which hold each processing
+falls in."""
 CONSUMER_COLUMNS = (
     "run", "ln", "event", "node", "group_id", "member_id", "enable_auto_commit", "commit", "error", "reason",
-    "partitions", "topic", "partition", "leader_epoch", "first_offset", "end_offset", "source", "static",
+    "partitions", "topic", "partition", "source", "static",
 )
-"""What the rules read of a consumer's events: selected before anything else, so that a scan
-reads these columns only and nothing wider is sorted or kept."""
+"""What the rules read of those events: selected before anything else, so that a scan reads
+these columns only and nothing wider is sorted or kept."""
 NEVER = 1 << 62
 """A line number after every line: a hold that never ended."""
 
@@ -91,27 +96,34 @@ def _release_label() -> Column:
     )
 
 
-def _timeline(consumers: DataFrame) -> DataFrame:
-    """One row per (consumer, partition) fact, in log order: assignments, revocations and
-    losses, position resets, processings; a crash or restart of the node is a row for each
+def _tp() -> Column:
+    return F.concat_ws("-", F.col("topic"), F.col("partition").cast("string")).alias("tp")
+
+
+def _processings(events: DataFrame) -> DataFrame:
+    """Every `records_processed`, with the columns the rules read of it."""
+    return events.where(F.col("event") == "records_processed").select(
+        "run", "node", "ln", _tp(), "group_id", "member_id", "leader_epoch", "first_offset", "end_offset"
+    )
+
+
+def _changes(consumers: DataFrame, processings: DataFrame) -> DataFrame:
+    """One row per (consumer, partition) fact but processings, in log order: assignments,
+    revocations and losses, position resets; a crash or restart of the node is a row for each
     partition the consumer ever touched."""
-    names = F.explode(F.from_json("partitions", ArrayType(StringType())))
-    tp = F.concat_ws("-", F.col("topic"), F.col("partition").cast("string"))
-    keep = ["run", "node", "ln", "c_group", "member_id", "group_id", "leader_epoch", "first_offset", "end_offset"]
+    names = F.explode(F.from_json("partitions", ArrayType(StringType()))).alias("tp")
+    keep = ["run", "node", "ln", "c_group", "member_id"]
     assigned = consumers.where(F.col("event") == "partitions_assigned").select(
-        *keep, names.alias("tp"), F.lit(ASSIGN).alias("kind"), F.lit(None).cast("string").alias("exit_label")
+        *keep, names, F.lit(ASSIGN).alias("kind"), F.lit(None).cast("string").alias("exit_label")
     )
     released = consumers.where(F.col("event").isin("partitions_revoked", "partitions_lost")).select(
-        *keep, names.alias("tp"), F.lit(REVOKE).alias("kind"), _release_label().alias("exit_label")
+        *keep, names, F.lit(REVOKE).alias("kind"), _release_label().alias("exit_label")
     )
     reset = consumers.where((F.col("event") == "fetch_position_set") & (F.col("source") != "committed")).select(
-        *keep, tp.alias("tp"), F.lit(RESET).alias("kind"), F.lit("log_truncation_or_reset").alias("exit_label")
+        *keep, _tp(), F.lit(RESET).alias("kind"), F.lit("log_truncation_or_reset").alias("exit_label")
     )
-    processed = consumers.where(F.col("event") == "records_processed").select(
-        *keep, tp.alias("tp"), F.lit(PROCESS).alias("kind"), F.lit(None).cast("string").alias("exit_label")
-    )
-    facts = assigned.unionByName(released).unionByName(reset).unionByName(processed)
-    touched = facts.select("run", "node", "tp").distinct()
+    facts = assigned.unionByName(released).unionByName(reset)
+    touched = facts.select("run", "node", "tp").unionByName(processings.select("run", "node", "tp")).distinct()
     node_wide = (
         consumers.where(F.col("event").isin("node_crashed", "consumer_started"))
         .join(touched, ["run", "node"])
@@ -125,10 +137,44 @@ def _timeline(consumers: DataFrame) -> DataFrame:
     return facts.unionByName(node_wide)
 
 
+def _between(changes: DataFrame) -> DataFrame:
+    """The lines of each (consumer, partition) between two changes, [since, until): a stretch
+    in which nothing but processings happen to the partition. `since` is -1 before the first."""
+    firsts = changes.select("run", "node", "tp").distinct().select("run", "node", "tp", F.lit(-1).cast("long").alias("since"))
+    order = Window.partitionBy("run", "node", "tp").orderBy("since")
+    return (
+        changes.select("run", "node", "tp", F.col("ln").alias("since"))
+        .unionByName(firsts)
+        .withColumn("until", F.coalesce(F.lead("since").over(order), F.lit(NEVER)))
+    )
+
+
+def _in_stretch(processings: DataFrame, stretches: DataFrame) -> DataFrame:
+    """Processings with the stretch each falls in (`since`): a broadcast range join, the
+    stretches being few."""
+    p, s = processings.alias("p"), F.broadcast(stretches).alias("s")
+    on = [F.col(f"p.{k}") == F.col(f"s.{k}") for k in ("run", "node", "tp")]
+    on += [F.col("p.ln") >= F.col("s.since"), F.col("p.ln") < F.col("s.until")]
+    return p.join(s, on).select("p.*", "s.since")
+
+
+def _timeline(changes: DataFrame, located: DataFrame) -> DataFrame:
+    """The changes and, of the processings, the first of each stretch: the others neither start
+    a hold nor end one (the first takes a hold if there was none, and keeps it)."""
+    stretch = ["run", "node", "tp", "since"]
+    first = located.groupBy(*stretch).agg(F.min("ln").alias("ln"))
+    firsts = located.join(F.broadcast(first), [*stretch, "ln"]).select(
+        "run", "node", "ln", F.col("group_id").alias("c_group"), "member_id", "tp",
+        F.lit(PROCESS).alias("kind"), F.lit(None).cast("string").alias("exit_label"), "since",
+    )
+    return changes.withColumn("since", F.lit(None).cast("long")).unionByName(firsts)
+
+
 def _holds(timeline: DataFrame) -> DataFrame:
-    """Which timeline rows start a hold, which end one, and where each hold ends. A consumer holds a partition after
-    an assignment or a processing (which takes one if it had none), until a revocation, a
-    crash or a restart; a reset while holding ends the hold and starts another."""
+    """Which timeline rows start a hold, which end one, and where each hold ends. A consumer
+    holds a partition after an assignment or a processing (which takes one if it had none),
+    until a revocation, a crash or a restart; a reset while holding ends the hold and starts
+    another."""
     by_tp = Window.partitionBy("run", "node", "tp").orderBy("ln")
     before = by_tp.rowsBetween(Window.unboundedPreceding, -1)
     upto = by_tp.rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -140,7 +186,6 @@ def _holds(timeline: DataFrame) -> DataFrame:
     starts = (kind == ASSIGN) | ((kind == RESET) & held) | ((kind == PROCESS) & ~held)
     t = (
         t.withColumn("starts", starts)
-        .withColumn("prev_hold", F.last(F.when(F.col("starts"), F.col("ln")), ignorenulls=True).over(before))
         .withColumn("hold", F.last(F.when(F.col("starts"), F.col("ln")), ignorenulls=True).over(upto))
         # A reset's new hold keeps the member id of the one it replaces.
         .withColumn("hold_member", F.last(F.when(F.col("starts") & (kind != RESET), F.col("member_id")), ignorenulls=True).over(upto))
@@ -210,9 +255,15 @@ def group_duplicates(events: DataFrame) -> tuple[DataFrame, DataFrame]:
     # Checkpoints cut the plan: each stage is read by several later ones, and without them the
     # plan repeats its whole history in every branch (planning time grows past the job's).
     consumers = _consumer_events(events).localCheckpoint()
-    t = _holds(_timeline(consumers)).localCheckpoint()
+    processings = _processings(events)
+    changes = _changes(consumers, processings)
+    stretches = _between(changes).localCheckpoint()
+    located = _in_stretch(processings, stretches).localCheckpoint()
+    t = _holds(_timeline(changes, located).localCheckpoint()).localCheckpoint()
     labels = _hold_labels(t, events, consumers).localCheckpoint()
-    processed = t.where(F.col("kind") == PROCESS).select(
+    # Every processing of a stretch is in the hold its first one is in.
+    holds = t.where(F.col("kind") == PROCESS).select("run", "node", "tp", "since", "hold")
+    processed = located.join(F.broadcast(holds), ["run", "node", "tp", "since"]).select(
         "run", F.col("group_id").alias("group"), "tp", "node", "ln", "hold",
         F.col("leader_epoch").alias("epoch"), F.col("first_offset").alias("lo"), F.col("end_offset").alias("hi"),
     )
