@@ -14,9 +14,9 @@ ownership (assignments, revocations, resets, crashes, restarts) and, of the proc
 between two of them, only the first: the others neither start nor end a hold, so each takes
 the hold of the first of its stretch, found by a broadcast range join. Causes that come from
 the coordinator (a removal, a generation without the member) are range joins of the holds
-with those events. Processings stay offset ranges: each is cut at every range boundary of its
-partition, so that each piece was processed whole or not at all, and the previous processing
-of a piece is a `lag` over the pieces.
+with those events. Processings stay offset ranges: each that overlaps another is cut at every
+range boundary of its partition's overlapping ranges, so that each piece was processed whole or
+not at all, and the previous processing of a piece is a `lag` over the pieces.
 """
 
 from __future__ import annotations
@@ -268,8 +268,19 @@ def group_duplicates(events: DataFrame) -> tuple[DataFrame, DataFrame]:
         F.col("leader_epoch").alias("epoch"), F.col("first_offset").alias("lo"), F.col("end_offset").alias("hi"),
     )
     consumed = processed.groupBy("run").agg(F.sum(F.col("hi") - F.col("lo")).alias("consumed"))
-    ranges = processed.where(F.col("hi") > F.col("lo"))
     part = ["run", "group", "tp"]
+    # Only a range that overlaps another of its partition can hold a duplicate; in offset
+    # order, one overlaps an earlier range if an earlier one reaches past its start, and a
+    # later one if the next starts before its end.
+    by_lo = Window.partitionBy(*part).orderBy("lo", "hi", "ln")
+    ranges = (
+        processed.where(F.col("hi") > F.col("lo"))
+        .withColumn("reach", F.max("hi").over(by_lo.rowsBetween(Window.unboundedPreceding, -1)))
+        .withColumn("next_lo", F.lead("lo").over(by_lo))
+        .where((F.col("reach") > F.col("lo")) | (F.col("next_lo") < F.col("hi")))
+        .drop("reach", "next_lo")
+        .localCheckpoint()
+    )
     # Every boundary of the partition's ranges, numbered: a range covers pieces [i(lo), i(hi)).
     bounds = ranges.select(*part, F.col("lo").alias("at")).unionByName(ranges.select(*part, F.col("hi").alias("at"))).distinct()
     order = Window.partitionBy(*part).orderBy("at")
