@@ -15,7 +15,8 @@ The events do not list a log's records, so this rebuilds them, as offset ranges 
   is the one written at `o` in the highest epoch up to S that wrote `o` (`records_appended`):
   one leader writes an offset once in its epoch, appending from its LEO up without a gap, and a
   fetch in epoch S copies the leader of S, whose log holds at `o` the record of the latest epoch
-  it has followed. This is exact unless a leader of an epoch between the record's and S wrote
+  it has followed. Within one epoch the later segment of the run wins: a leader that restarts
+  with no controller to give it a new epoch writes the offsets it lost again in the same one. This is exact unless a leader of an epoch between the record's and S wrote
   `o` and lost it before the leader of S fetched it (a leader that lived for less than one
   replication round trip), or a follower took `o` from a leader whose newer epoch it had not
   heard of yet (before KIP-320, in 2.1, a fetch carries no epoch).
@@ -87,17 +88,29 @@ def _segments(facts: DataFrame) -> DataFrame:
     )
 
 
+def _in_segment(rows: DataFrame, facts: DataFrame) -> DataFrame:
+    """`rows` with the segment of its run's lines each falls in: a broadcast range join (a run
+    has few cuts; a run without any has all its lines in segment 0)."""
+    segments = F.broadcast(_segments(facts)).alias("cut")
+    inside = (F.col("row.run") == F.col("cut.run")) & (F.col("row.ln") >= F.col("cut.from_ln")) & (F.col("row.ln") < F.col("cut.to_ln"))
+    return rows.alias("row").join(segments, inside, "left").select("row.*", F.coalesce("cut.segment", F.lit(0)).alias("segment"))
+
+
+def _version() -> Column:
+    """What orders two writes of one offset: the leader epoch, then the segment of the run (a
+    leader restarted without a new epoch, with no controller to give one, writes its offsets
+    again in the same epoch)."""
+    return F.struct(F.col("leader_epoch").alias("epoch"), F.col("segment"))
+
+
 def _growths(events: DataFrame, facts: DataFrame) -> DataFrame:
     """Each replica's LEO changes, one row per run of them that only grows: within one segment
-    of its run's lines and one leader epoch (REPLICA, leader_epoch, first_ln, first_leo,
-    last_ln, last_leo, leads: whether the last change was a leader's)."""
+    of its run's lines and one leader epoch (REPLICA, segment, leader_epoch, first_ln,
+    first_leo, last_ln, last_leo, leads: whether the last change was a leader's)."""
     changes = events.where((F.col("event") == "replica_offsets_changed") & _user()).select(
         *REPLICA, "ln", F.col("log_end_offset").alias("leo"), "leader_epoch", "role"
-    ).alias("c")
-    # A broadcast range join: a run has few cuts. A run without any has all its lines in segment 0.
-    segments = F.broadcast(_segments(facts)).alias("s")
-    inside = (F.col("c.run") == F.col("s.run")) & (F.col("c.ln") >= F.col("s.from_ln")) & (F.col("c.ln") < F.col("s.to_ln"))
-    rows = changes.join(segments, inside, "left").select("c.*", F.coalesce("s.segment", F.lit(0)).alias("segment"))
+    )
+    rows = _in_segment(changes, facts)
     return rows.groupBy(*REPLICA, "segment", "leader_epoch").agg(
         F.min("ln").alias("first_ln"),
         F.min_by("leo", "ln").alias("first_leo"),
@@ -109,12 +122,15 @@ def _growths(events: DataFrame, facts: DataFrame) -> DataFrame:
 
 
 def _log_end_offsets(facts: DataFrame, growths: DataFrame) -> DataFrame:
-    """The LEO changes that matter, in log order (REPLICA, ln, leo, leader_epoch): each run's
-    first and last, and a zero where a log was emptied."""
+    """The LEO changes that matter, in log order (REPLICA, ln, leo, leader_epoch, segment):
+    each run's first and last, and a zero where a log was emptied."""
     ends = [("first_ln", "first_leo"), ("last_ln", "last_leo")]
-    kept = [growths.select(*REPLICA, F.col(ln).alias("ln"), F.col(leo).alias("leo"), "leader_epoch") for ln, leo in ends]
-    empty = _emptied(facts, growths.select(*REPLICA).distinct()).select(
-        *REPLICA, "ln", F.lit(0).cast("long").alias("leo"), F.lit(None).cast("long").alias("leader_epoch")
+    kept = [growths.select(*REPLICA, F.col(ln).alias("ln"), F.col(leo).alias("leo"), "leader_epoch", "segment") for ln, leo in ends]
+    empty = _in_segment(
+        _emptied(facts, growths.select(*REPLICA).distinct()).select(
+            *REPLICA, "ln", F.lit(0).cast("long").alias("leo"), F.lit(None).cast("long").alias("leader_epoch")
+        ),
+        facts,
     )
     return kept[0].unionByName(kept[1]).unionByName(empty)
 
@@ -157,7 +173,7 @@ def _authorities(facts: DataFrame, growths: DataFrame, leos: DataFrame) -> DataF
         "leader_epoch",
     )
     roles = growths.select(*REPLICA, "last_ln", "leads", "leader_epoch").unionByName(became)
-    role = roles.groupBy(*REPLICA).agg(F.max_by(F.struct("leads", "leader_epoch"), "last_ln").alias("r")).select(*REPLICA, "r.*")
+    role = roles.groupBy(*REPLICA).agg(F.max_by(F.struct("leads", "leader_epoch"), "last_ln").alias("last")).select(*REPLICA, "last.*")
     leo = leos.groupBy(*REPLICA).agg(F.max_by("leo", "ln").alias("leo"))
     down = (
         facts.where(F.col("event").isin("node_started", "node_crashed", "node_stopped"))
@@ -183,8 +199,8 @@ def _authorities(facts: DataFrame, growths: DataFrame, leos: DataFrame) -> DataF
 
 
 def _taken(leos: DataFrame, authority: DataFrame, starts: DataFrame) -> DataFrame:
-    """The final logs as ranges [lo, hi) with the epoch S each was last taken in, from the log
-    start offset up."""
+    """The final logs as ranges [lo, hi) with the version (epoch S, segment) each was last taken
+    in, from the log start offset up."""
     # The authority's LEO changes, newest first: the one before each (`lead`), and the lowest
     # from it to the end of the run (a running `min`). A growth finally takes the offsets from
     # the LEO before it up to that lowest LEO: no later change goes below them (every later
@@ -197,15 +213,15 @@ def _taken(leos: DataFrame, authority: DataFrame, starts: DataFrame) -> DataFram
         .withColumn("kept", F.min("leo").over(since))
         .join(starts, PARTITION, "left")
         # Below the final log start offset a record was deleted by retention, not lost.
-        .select(*PARTITION, F.col("leader_epoch").alias("taken_in"), F.greatest("before", F.coalesce("start", F.lit(0))).alias("lo"), F.col("kept").alias("hi"))
+        .select(*PARTITION, _version().alias("taken_in"), F.greatest("before", F.coalesce("start", F.lit(0))).alias("lo"), F.col("kept").alias("hi"))
         .where(F.col("hi") > F.col("lo"))
     )
 
 
 def _written(appended: DataFrame) -> DataFrame:
-    """The offsets each epoch's leader wrote, [from, to): its appends are one range, from its
-    LEO when it became leader up."""
-    return appended.groupBy(*PARTITION, "leader_epoch").agg(
+    """The offsets each epoch's leader wrote in each segment of the run, [from, to): its
+    appends are one range, from its LEO when it became leader (or restarted) up."""
+    return appended.groupBy(*PARTITION, "version").agg(
         F.min("base_offset").alias("from"), F.max(F.col("base_offset") + F.col("count")).alias("to")
     )
 
@@ -218,8 +234,8 @@ def _sources(taken: DataFrame, written: DataFrame) -> DataFrame:
     candidates = t.join(
         w,
         [F.col(f"t.{k}") == F.col(f"w.{k}") for k in PARTITION]
-        + [F.col("w.leader_epoch") <= F.col("t.taken_in"), F.col("w.from") < F.col("t.hi"), F.col("w.to") > F.col("t.lo")],
-    ).select("t.*", "w.leader_epoch", "w.from", "w.to")
+        + [F.col("w.version") <= F.col("t.taken_in"), F.col("w.from") < F.col("t.hi"), F.col("w.to") > F.col("t.lo")],
+    ).select("t.*", "w.version", "w.from", "w.to")
     # Cut each taken range at every bound of the epochs' ranges inside it; each piece has one source.
     range_key = [*PARTITION, "lo"]
     inner = candidates.select(*range_key, F.explode(F.array("from", "to")).alias("at")).join(taken, range_key).where(
@@ -241,17 +257,18 @@ def _sources(taken: DataFrame, written: DataFrame) -> DataFrame:
             "left",
         )
         .groupBy(*[F.col(f"p.{k}") for k in PARTITION], "p.piece_lo", "p.piece_hi")
-        .agg(F.max("c.leader_epoch").alias("written_in"))
+        .agg(F.max("c.version").alias("written_in"))
         .select(*PARTITION, "written_in", F.col("piece_lo").alias("lo"), F.col("piece_hi").alias("hi"))
     )
 
 
-def _appended(events: DataFrame) -> DataFrame:
-    """Every append of a user topic: where, in which epoch, and which batch (BATCH; a null
-    producer where its values are not a producer's numbered records)."""
-    return events.where((F.col("event") == "records_appended") & _user() & (F.col("count") > 0)).select(
-        *_batch(), "leader_epoch", "base_offset", "count"
+def _appended(events: DataFrame, facts: DataFrame) -> DataFrame:
+    """Every append of a user topic: where, in which version (epoch and segment), and which
+    batch (BATCH; a null producer where its values are not a producer's numbered records)."""
+    appends = events.where((F.col("event") == "records_appended") & _user() & (F.col("count") > 0)).select(
+        *_batch(), "ln", "leader_epoch", "base_offset", "count"
     )
+    return _in_segment(appends, facts).select(*BATCH, _version().alias("version"), "base_offset", "count")
 
 
 def _batch() -> list[Column]:
@@ -268,7 +285,7 @@ def _pieces(appended: DataFrame, sources: DataFrame) -> DataFrame:
         s,
         [F.col(f"a.{k}") == F.col(f"s.{k}") for k in PARTITION]
         + [
-            F.col("a.leader_epoch") == F.col("s.written_in"),
+            F.col("a.version") == F.col("s.written_in"),
             F.col("a.base_offset") < F.col("s.hi"),
             F.col("a.base_offset") + F.col("a.count") > F.col("s.lo"),
         ],
@@ -295,7 +312,7 @@ def lost_and_duplicated(events: DataFrame) -> DataFrame:
     leos = _log_end_offsets(facts, growths)
     authority = _authorities(facts, growths, leos).localCheckpoint()
     starts = _log_start_offsets(facts, authority).localCheckpoint()
-    appended = _appended(events)
+    appended = _appended(events, facts)
     written = _written(appended).localCheckpoint()
     sources = _sources(_taken(leos, authority, starts).localCheckpoint(), written).localCheckpoint()
     pieces = _pieces(appended, sources)

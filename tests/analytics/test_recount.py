@@ -37,6 +37,35 @@ RETENTION = (
 records acknowledged below a final log's start were deleted, not lost."""
 
 
+SAME_EPOCH_AGAIN = """
+[run]
+name = "same-epoch-again"
+"duration.ms" = 20000
+[cluster]
+brokers = 1
+"metadata.mode" = "static"
+[zookeeper]
+enabled = false
+[[topics]]
+name = "T"
+partitions = 1
+[[producers]]
+topic = "T"
+acks = "1"
+records = 300
+"interval.ms" = 50
+"request.timeout.ms" = 3000
+[[faults]]
+kind = "crash"
+node = "broker-1"
+"at.ms" = 6000
+"crash.kind" = "power_loss"
+"restart.after.ms" = 500
+"""
+"""One broker and no controller: the power loss keeps nothing, and the broker leads again in
+the same epoch, writing the offsets of the records it lost a second time."""
+
+
 def _unsafe(seed: int, out: Path, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
     text = swarm.BASE.format(acks="1", unclean="true", idempotence="false", retries="")
     text += swarm.fault_plan(random.Random(seed), ("process", "power_loss"))
@@ -57,6 +86,8 @@ def outcomes(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[tuple
     for seed in UNSAFE_SEEDS[:2]:
         out = base / f"retention{seed}"
         runs.append((f"unsafe swarm seed {seed} with retention", out, _unsafe(seed, out, RETENTION)))
+    out = base / "same-epoch-again"
+    runs.append(("same epoch again", out, run_scenario(parse_scenario(SAME_EPOCH_AGAIN, "same epoch"), out, host=HostKind.DIRECT)))
     analyses = analyze_runs(spark, [d for _, d, _ in runs])
     return [(name, summary, analysis) for (name, _, summary), analysis in zip(runs, analyses, strict=True)]
 
@@ -87,6 +118,15 @@ def test_a_retry_written_twice_without_idempotence_is_counted(
     append names the batch all the same, so Spark counts each extra copy, as the summary does."""
     [(name, summary, analysis)] = [o for o in outcomes if o[0] == "unsafe swarm seed 53"]
     assert analysis["log_duplicates"] == summary["log_duplicates"] > 0, name
+    assert analysis["lost_acked"] == summary["lost_acked"] > 0, name
+
+
+def test_offsets_written_again_in_the_same_epoch_hold_the_later_records(
+    outcomes: list[tuple[str, dict[str, Any], dict[str, Any]]],
+) -> None:
+    """The broker wrote offsets 0 up twice in epoch 0, before its power loss and after: the
+    final log holds the later records, and the acknowledged earlier ones are lost."""
+    [(name, summary, analysis)] = [o for o in outcomes if o[0] == "same epoch again"]
     assert analysis["lost_acked"] == summary["lost_acked"] > 0, name
 
 
