@@ -16,10 +16,11 @@ The events do not list a log's records, so this rebuilds them, as offset ranges 
   one leader writes an offset once in its epoch, appending from its LEO up without a gap, and a
   fetch in epoch S copies the leader of S, whose log holds at `o` the record of the latest epoch
   it has followed. Within one epoch the later segment of the run wins: a leader that restarts
-  with no controller to give it a new epoch writes the offsets it lost again in the same one. This is exact unless a leader of an epoch between the record's and S wrote
-  `o` and lost it before the leader of S fetched it (a leader that lived for less than one
-  replication round trip), or a follower took `o` from a leader whose newer epoch it had not
-  heard of yet (before KIP-320, in 2.1, a fetch carries no epoch).
+  with no controller to give it a new epoch writes the offsets it lost again in the same one.
+  This is exact unless a leader of an epoch between the record's and S wrote `o` and the
+  leader of S never had it (a leader elected uncleanly that never fetched from it), or a
+  follower took `o` from a leader whose newer epoch it had not heard of yet (before KIP-320,
+  in 2.1, a fetch carries no epoch).
 - An append's records: `records_appended` names its batch (its producer and record numbers),
   every copy of a retry included. A record belongs to one batch, so a record written twice is
   a batch whose pieces in its final log overlap, and an acknowledged record is lost when no
@@ -173,7 +174,19 @@ def _authorities(facts: DataFrame, growths: DataFrame, leos: DataFrame) -> DataF
         "leader_epoch",
     )
     roles = growths.select(*REPLICA, "last_ln", "leads", "leader_epoch").unionByName(became)
-    role = roles.groupBy(*REPLICA).agg(F.max_by(F.struct("leads", "leader_epoch"), "last_ln").alias("last")).select(*REPLICA, "last.*")
+    # A restarted broker leads nothing until a LeaderAndIsr says so again.
+    restarted = (
+        facts.where(F.col("event") == "broker_started")
+        .select("run", "node", F.col("ln").alias("last_ln"))
+        .join(roles.select(*REPLICA).distinct(), ["run", "node"])
+        .select(*REPLICA, "last_ln", F.lit(0).alias("leads"), F.lit(None).cast("long").alias("leader_epoch"))
+    )
+    role = (
+        roles.unionByName(restarted)
+        .groupBy(*REPLICA)
+        .agg(F.max_by(F.struct("leads", "leader_epoch"), "last_ln").alias("last"))
+        .select(*REPLICA, "last.*")
+    )
     leo = leos.groupBy(*REPLICA).agg(F.max_by("leo", "ln").alias("leo"))
     down = (
         facts.where(F.col("event").isin("node_started", "node_crashed", "node_stopped"))
@@ -183,7 +196,9 @@ def _authorities(facts: DataFrame, growths: DataFrame, leos: DataFrame) -> DataF
         .select("run", "node", F.lit(True).alias("down"))
     )
     final = (
-        leo.join(role, REPLICA, "left")
+        # A replica told its role that never logged a LEO change has an empty log.
+        leo.join(role, REPLICA, "full")
+        .withColumn("leo", F.coalesce("leo", F.lit(0)))
         .join(down, ["run", "node"], "left")
         .withColumn("leads", F.col("down").isNull() & (F.col("leads") == 1))
         .withColumn("broker", F.regexp_extract("node", r"(\d+)$", 1).cast("long"))
