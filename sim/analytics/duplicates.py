@@ -27,6 +27,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.types import ArrayType, StringType
 
+from sim.analytics.events import NEVER
+
 __all__ = ["duplicates_by_run", "group_duplicates"]
 
 COORDINATOR_FAILURES = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "DISCONNECTED", "TIMEOUT")
@@ -48,8 +50,6 @@ CONSUMER_COLUMNS = (
 )
 """What the rules read of those events: selected before anything else, so that a scan reads
 these columns only and nothing wider is sorted or kept."""
-NEVER = 1 << 62
-"""A line number after every line: a hold that never ended."""
 
 # Kinds of a consumer's per-partition timeline.
 ASSIGN, REVOKE, RESET, PROCESS, CRASH, STARTED = "assign", "revoke", "reset", "process", "crash", "started"

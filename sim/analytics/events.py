@@ -18,7 +18,10 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from sim.analytics.schema import EVENT_SCHEMA
 
-__all__ = ["read_events"]
+__all__ = ["NEVER", "read_events"]
+
+NEVER = 1 << 62
+"""A line number after every line (a hold that never ended, the end of a last segment)."""
 
 
 def _local(uri: str) -> Path:

@@ -43,14 +43,14 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.types import ArrayType, StringType
 
+from sim.analytics.events import NEVER
+
 __all__ = ["final_log_figures", "lost_and_duplicated"]
 
 REPLICA = ["run", "node", "topic", "partition"]
 PARTITION = ["run", "topic", "partition"]
 BATCH = ["run", "topic", "partition", "producer", "first_record"]
 """A batch: its producer and the number of its first record."""
-NEVER = 1 << 62
-"""A line number after every line."""
 FACTS = (
     "became_leader",
     "became_follower",
