@@ -2,7 +2,8 @@
 
 The events: one run of a consumer group under faults (`SCENARIO`, a consumer crash, an
 expulsion and a broker crash), replicated with shifted run indexes (each copy is its own run
-to the jobs) until there are at least `min_events`, and written to Parquet once. The jobs then
+to the jobs) until there are at least `min_events`, and written to Parquet once
+(`sim.analytics.events.write_events`: a directory per event type). The jobs then
 run twice on `local[2]`, side by side as `kafkasim analyze` runs them; the second, warm, run is
 timed: events per second is all the events over its wall time.
 """
@@ -87,7 +88,7 @@ def analytics_figures(min_events: int = 5_000_000, master: str = "local[2]") -> 
     from pyspark.sql import functions as F  # noqa: N812, PLC0415 - Spark only when asked
 
     from sim.analytics.duplicates import duplicates_by_run  # noqa: PLC0415
-    from sim.analytics.events import read_events  # noqa: PLC0415
+    from sim.analytics.events import read_events, write_events  # noqa: PLC0415
     from sim.analytics.final_logs import final_log_figures  # noqa: PLC0415
     from sim.analytics.session import spark_session, together  # noqa: PLC0415
     from sim.kernel import HostKind  # noqa: PLC0415
@@ -104,9 +105,9 @@ def analytics_figures(min_events: int = 5_000_000, master: str = "local[2]") -> 
             many = one.crossJoin(spark.range(copies).withColumnRenamed("id", "run")).withColumn(
                 "run_id", F.concat_ws("#", "run_id", F.col("run").cast("string"))
             )
-            parquet = str(Path(tmp) / "events.parquet")
-            many.repartition(4, "run").write.parquet(parquet)
-            events = spark.read.parquet(parquet)
+            parquet = Path(tmp) / "events.parquet"
+            write_events(many, parquet)
+            events = spark.read.parquet(str(parquet))
             total = events.count()
             walls, cpus = [], []
             for _ in range(2):

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from sim.analytics.schema import EVENT_SCHEMA
 
-__all__ = ["NEVER", "read_events"]
+__all__ = ["NEVER", "read_events", "write_events"]
 
 NEVER = 1 << 62
 """A line number after every line (a hold that never ended, the end of a last segment)."""
@@ -55,3 +55,11 @@ def read_events(spark: SparkSession, run_dirs: list[Path]) -> DataFrame:
     return raw.select(
         parsed, runs[key].alias("run"), (F.col("id") + deltas[key]).alias("ln")
     ).select("e.*", "run", "ln")
+
+
+def write_events(events: DataFrame, path: Path) -> None:
+    """`read_events`' rows written once as Parquet, for analyses that read them again and again:
+    a directory per event type (`event=records_processed`, ...), so that a job reads the files
+    of the types it asks for and no others, and never compares an event's name row by row.
+    Read them back with `spark.read.parquet(path)`."""
+    events.repartition("run").write.partitionBy("event").parquet(str(path))
