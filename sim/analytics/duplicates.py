@@ -126,7 +126,7 @@ def _changes(consumers: DataFrame, processings: DataFrame) -> DataFrame:
     touched = facts.select("run", "node", "tp").unionByName(processings.select("run", "node", "tp")).distinct()
     node_wide = (
         consumers.where(F.col("event").isin("node_crashed", "consumer_started"))
-        .join(touched, ["run", "node"])
+        .join(F.broadcast(touched), ["run", "node"])
         .select(
             *keep,
             "tp",
@@ -288,10 +288,10 @@ def group_duplicates(events: DataFrame) -> tuple[DataFrame, DataFrame]:
     lo = bounds.select(*part, F.col("at").alias("lo"), F.col("i").alias("i_lo"))
     hi = bounds.select(*part, F.col("at").alias("hi"), F.col("i").alias("i_hi"))
     pieces = (
-        ranges.join(lo, [*part, "lo"])
-        .join(hi, [*part, "hi"])
+        ranges.join(F.broadcast(lo), [*part, "lo"])
+        .join(F.broadcast(hi), [*part, "hi"])
         .select("run", "group", "tp", "node", "ln", "hold", "epoch", F.explode(F.sequence("i_lo", F.col("i_hi") - 1)).alias("i"))
-        .join(bounds.select(*part, "i", "at", "next"), [*part, "i"])
+        .join(F.broadcast(bounds.select(*part, "i", "at", "next")), [*part, "i"])
     )
     by_piece = Window.partitionBy(*part, "i").orderBy("ln")
     again = (
@@ -311,8 +311,8 @@ def group_duplicates(events: DataFrame) -> tuple[DataFrame, DataFrame]:
         .otherwise("unexplained")
     )
     duplicates = (
-        again.join(before, ["run", "prev_node", "tp", "prev_hold"], "left")
-        .join(now, ["run", "node", "tp", "hold"], "left")
+        again.join(F.broadcast(before), ["run", "prev_node", "tp", "prev_hold"], "left")
+        .join(F.broadcast(now), ["run", "node", "tp", "hold"], "left")
         .groupBy("run", cause.alias("cause"))
         .agg(F.sum(F.col("next") - F.col("at")).alias("duplicates"))
     )

@@ -143,7 +143,7 @@ def _log_start_offsets(facts: DataFrame, authority: DataFrame) -> DataFrame:
     )
     empty = _emptied(facts, changes.select(*REPLICA).distinct()).select(*REPLICA, "ln", F.lit(0).cast("long").alias("start"))
     starts = changes.unionByName(empty).groupBy(*REPLICA).agg(F.max_by("start", "ln").alias("start"))
-    return authority.join(starts, REPLICA).select(*PARTITION, "start")
+    return authority.join(F.broadcast(starts), REPLICA).select(*PARTITION, "start")
 
 
 def _emptied(facts: DataFrame, replicas: DataFrame) -> DataFrame:
@@ -152,14 +152,14 @@ def _emptied(facts: DataFrame, replicas: DataFrame) -> DataFrame:
     kept = F.from_json("partitions", ArrayType(StringType()))
     restarts = facts.where(F.col("event") == "broker_started").select("run", "node", "ln", kept.alias("kept"))
     emptied = (
-        restarts.join(replicas, ["run", "node"])
+        restarts.join(F.broadcast(replicas), ["run", "node"])
         .where(~F.array_contains("kept", F.concat_ws("-", "topic", F.col("partition").cast("string"))))
         .select(*REPLICA, "ln")
     )
     wiped = (
         facts.where((F.col("event") == "node_crashed") & (F.col("kind") == "disk_loss"))
         .select("run", F.col("target").alias("node"), "ln")
-        .join(replicas, ["run", "node"])
+        .join(F.broadcast(replicas), ["run", "node"])
         .select(*REPLICA, "ln")
     )
     return emptied.unionByName(wiped)
@@ -178,16 +178,20 @@ def _authorities(facts: DataFrame, growths: DataFrame, leos: DataFrame) -> DataF
     restarted = (
         facts.where(F.col("event") == "broker_started")
         .select("run", "node", F.col("ln").alias("last_ln"))
-        .join(roles.select(*REPLICA).distinct(), ["run", "node"])
+        .join(F.broadcast(roles.select(*REPLICA).distinct()), ["run", "node"])
         .select(*REPLICA, "last_ln", F.lit(0).alias("leads"), F.lit(None).cast("long").alias("leader_epoch"))
     )
-    role = (
-        roles.unionByName(restarted)
-        .groupBy(*REPLICA)
-        .agg(F.max_by(F.struct("leads", "leader_epoch"), "last_ln").alias("last"))
-        .select(*REPLICA, "last.*")
+    # Each replica's last role and last LEO, side by side in one aggregation.
+    told = roles.unionByName(restarted).select(
+        *REPLICA, "last_ln", "leads", "leader_epoch", F.lit(None).cast("long").alias("ln"), F.lit(None).cast("long").alias("leo")
     )
-    leo = leos.groupBy(*REPLICA).agg(F.max_by("leo", "ln").alias("leo"))
+    logged = leos.select(
+        *REPLICA, F.lit(None).cast("long").alias("last_ln"), F.lit(None).cast("int").alias("leads"),
+        F.lit(None).cast("long").alias("leader_epoch"), "ln", "leo",
+    )
+    last = told.unionByName(logged).groupBy(*REPLICA).agg(
+        F.max_by(F.struct("leads", "leader_epoch"), "last_ln").alias("role"), F.max_by("leo", "ln").alias("leo")
+    )
     down = (
         facts.where(F.col("event").isin("node_started", "node_crashed", "node_stopped"))
         .groupBy("run", F.col("target").alias("node"))
@@ -197,9 +201,8 @@ def _authorities(facts: DataFrame, growths: DataFrame, leos: DataFrame) -> DataF
     )
     final = (
         # A replica told its role that never logged a LEO change has an empty log.
-        leo.join(role, REPLICA, "full")
-        .withColumn("leo", F.coalesce("leo", F.lit(0)))
-        .join(down, ["run", "node"], "left")
+        last.select(*REPLICA, "role.*", F.coalesce("leo", F.lit(0)).alias("leo"))
+        .join(F.broadcast(down), ["run", "node"], "left")
         .withColumn("leads", F.col("down").isNull() & (F.col("leads") == 1))
         .withColumn("broker", F.regexp_extract("node", r"(\d+)$", 1).cast("long"))
     )
@@ -223,10 +226,10 @@ def _taken(leos: DataFrame, authority: DataFrame, starts: DataFrame) -> DataFram
     newest_first = Window.partitionBy(*REPLICA).orderBy(F.col("ln").desc(), F.col("leo").desc())
     since = newest_first.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     return (
-        leos.join(authority.select(*REPLICA), REPLICA, "left_semi")
+        leos.join(F.broadcast(authority.select(*REPLICA)), REPLICA, "left_semi")
         .withColumn("before", F.coalesce(F.lead("leo").over(newest_first), F.lit(0)))
         .withColumn("kept", F.min("leo").over(since))
-        .join(starts, PARTITION, "left")
+        .join(F.broadcast(starts), PARTITION, "left")
         # Below the final log start offset a record was deleted by retention, not lost.
         .select(*PARTITION, _version().alias("taken_in"), F.greatest("before", F.coalesce("start", F.lit(0))).alias("lo"), F.col("kept").alias("hi"))
         .where(F.col("hi") > F.col("lo"))
@@ -245,7 +248,7 @@ def _sources(taken: DataFrame, written: DataFrame) -> DataFrame:
     """The final logs as ranges [lo, hi) with the epoch whose leader wrote them (`written_in`;
     null where no append wrote them): for each offset, the highest epoch up to the one it was
     taken in that wrote it."""
-    t, w = taken.alias("t"), written.alias("w")
+    t, w = taken.alias("t"), F.broadcast(written).alias("w")
     candidates = t.join(
         w,
         [F.col(f"t.{k}") == F.col(f"w.{k}") for k in PARTITION]
@@ -253,17 +256,17 @@ def _sources(taken: DataFrame, written: DataFrame) -> DataFrame:
     ).select("t.*", "w.version", "w.from", "w.to")
     # Cut each taken range at every bound of the epochs' ranges inside it; each piece has one source.
     range_key = [*PARTITION, "lo"]
-    inner = candidates.select(*range_key, F.explode(F.array("from", "to")).alias("at")).join(taken, range_key).where(
+    inner = candidates.select(*range_key, F.explode(F.array("from", "to")).alias("at")).join(F.broadcast(taken), range_key).where(
         (F.col("at") > F.col("lo")) & (F.col("at") < F.col("hi"))
     )
     bounds = taken.select(*range_key, F.col("lo").alias("at")).unionByName(inner.select(*range_key, "at")).distinct()
     order = Window.partitionBy(*range_key).orderBy("at")
     pieces = (
-        bounds.join(taken, range_key)
+        bounds.join(F.broadcast(taken), range_key)
         .withColumn("end", F.coalesce(F.lead("at").over(order), F.col("hi")))
         .select(*PARTITION, "taken_in", "lo", F.col("at").alias("piece_lo"), F.col("end").alias("piece_hi"))
     )
-    p, c = pieces.alias("p"), candidates.alias("c")
+    p, c = pieces.alias("p"), F.broadcast(candidates).alias("c")
     return (
         p.join(
             c,
@@ -385,9 +388,13 @@ def lost_and_duplicated(events: DataFrame) -> DataFrame:
         F.sum(F.when(named, lost)).alias("lost_acked"),
         F.sum(unnamed).alias("unnamed"),
     )
-    unwritten = sources.where(F.col("written_in").isNull()).groupBy("run").agg(F.sum(F.col("hi") - F.col("lo")).alias("unwritten"))
-    return figures.join(unwritten, "run", "full").select(
-        "run", "log_duplicates", "lost_acked", (F.coalesce("unnamed", F.lit(0)) + F.coalesce("unwritten", F.lit(0))).alias("log_unresolved")
+    unwritten = sources.where(F.col("written_in").isNull()).select(
+        "run", *[F.lit(None).cast("long").alias(c) for c in ("log_duplicates", "lost_acked")], (F.col("hi") - F.col("lo")).alias("unnamed")
+    )
+    return (
+        figures.unionByName(unwritten)
+        .groupBy("run")
+        .agg(F.sum("log_duplicates").alias("log_duplicates"), F.sum("lost_acked").alias("lost_acked"), F.sum("unnamed").alias("log_unresolved"))
     )
 
 

@@ -73,6 +73,9 @@ def spark_session(master: str = "local[*]", *, testing: bool = False, quiet: boo
         # The jobs compile a few hundred distinct stages; with Spark's default cache of 100
         # generated classes a warm run compiles most of them again.
         .config("spark.sql.codegen.cache.maxEntries", "2000")
+        # Runtime Bloom filters are for large tables joined with selective small ones; the jobs'
+        # checkpoints carry no size Spark trusts, so it added one aggregation job per join.
+        .config("spark.sql.optimizer.runtime.bloomFilter.enabled", "false")
     )
     if testing:
         builder = builder.config("spark.default.parallelism", "1").config("spark.driver.memory", "1g")
