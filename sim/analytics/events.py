@@ -21,7 +21,7 @@ from sim.analytics.schema import EVENT_SCHEMA
 __all__ = ["NEVER", "read_events", "write_events"]
 
 NEVER = 1 << 62
-"""A line number after every line (a hold that never ended, the end of a last stretch)."""
+"""A line number after every line (a hold that never ended, the end of a last segment)."""
 
 
 def _local(uri: str) -> Path:

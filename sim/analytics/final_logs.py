@@ -37,12 +37,13 @@ Kafka does not flush on acknowledge, and the log says what survived only at the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.types import ArrayType, StringType
+
+from sim.analytics.events import NEVER
 
 __all__ = ["final_log_figures", "lost_and_duplicated"]
 
@@ -75,33 +76,25 @@ def _facts(events: DataFrame) -> DataFrame:
     )
 
 
-@dataclass(frozen=True)
-class Cuts:
-    """Where each run's lines are cut, at every line where some LEO may fall (a broker's restart
-    or crash, a replica's truncation): `by_run` holds one row per run that has any, with their
-    lines (`cuts`), and `most` is the most cuts a run has. Segment `k` of a run is the lines at
-    or after its k-th cut and before the next; segment 0 the lines before the first."""
-
-    by_run: DataFrame
-    most: int
-
-
-def _cuts(facts: DataFrame) -> Cuts:
-    cut = F.col("event").isin("broker_started", "node_crashed", "log_truncated")
-    by_run = facts.where(cut).groupBy("run").agg(F.collect_list("ln").alias("cuts")).localCheckpoint()
-    return Cuts(by_run, by_run.agg(F.max(F.size("cuts"))).first()[0] or 0)
+def _segments(facts: DataFrame) -> DataFrame:
+    """Each run's lines cut where some LEO may fall (a broker's restart or crash, a replica's
+    truncation): segment `segment` is lines [from_ln, to_ln), and segment 0 the lines before
+    the first cut."""
+    cuts = facts.where(F.col("event").isin("broker_started", "node_crashed", "log_truncated")).select("run", F.col("ln").alias("from_ln"))
+    order = Window.partitionBy("run").orderBy("from_ln")
+    return (
+        cuts.unionByName(cuts.select("run").distinct().select("run", F.lit(-1).cast("long").alias("from_ln")))
+        .withColumn("segment", F.row_number().over(order) - 1)
+        .withColumn("to_ln", F.coalesce(F.lead("from_ln").over(order), F.lit(NEVER)))
+    )
 
 
-def _in_segment(rows: DataFrame, cuts: Cuts) -> DataFrame:
-    """`rows` with the segment of its run's lines each falls in: how many of the run's cuts are
-    at or before its line. The cuts are few: each row meets its run's list in a broadcast and
-    counts them in generated code, which costs less than a range join with the run's segments
-    (a joined row per segment) or a lambda over the list (interpreted)."""
-    behind = [
-        F.coalesce((F.col("ln") >= F.try_element_at("cuts", F.lit(i))).cast("int"), F.lit(0)) for i in range(1, cuts.most + 1)
-    ]
-    segment = sum(behind, F.lit(0))
-    return rows.join(F.broadcast(cuts.by_run), "run", "left").select(*rows.columns, segment.alias("segment"))
+def _in_segment(rows: DataFrame, facts: DataFrame) -> DataFrame:
+    """`rows` with the segment of its run's lines each falls in: a broadcast range join (a run
+    has few cuts; a run without any has all its lines in segment 0)."""
+    segments = F.broadcast(_segments(facts)).alias("cut")
+    inside = (F.col("row.run") == F.col("cut.run")) & (F.col("row.ln") >= F.col("cut.from_ln")) & (F.col("row.ln") < F.col("cut.to_ln"))
+    return rows.alias("row").join(segments, inside, "left").select("row.*", F.coalesce("cut.segment", F.lit(0)).alias("segment"))
 
 
 def _version() -> Column:
@@ -111,14 +104,14 @@ def _version() -> Column:
     return F.struct(F.col("leader_epoch").alias("epoch"), F.col("segment"))
 
 
-def _growths(events: DataFrame, cuts: Cuts) -> DataFrame:
+def _growths(events: DataFrame, facts: DataFrame) -> DataFrame:
     """Each replica's LEO changes, one row per run of them that only grows: within one segment
     of its run's lines and one leader epoch (REPLICA, segment, leader_epoch, first_ln,
     first_leo, last_ln, last_leo, leads: whether the last change was a leader's)."""
     changes = events.where((F.col("event") == "replica_offsets_changed") & _user()).select(
         *REPLICA, "ln", F.col("log_end_offset").alias("leo"), "leader_epoch", "role"
     )
-    rows = _in_segment(changes, cuts)
+    rows = _in_segment(changes, facts)
     return rows.groupBy(*REPLICA, "segment", "leader_epoch").agg(
         F.min("ln").alias("first_ln"),
         F.min_by("leo", "ln").alias("first_leo"),
@@ -129,7 +122,7 @@ def _growths(events: DataFrame, cuts: Cuts) -> DataFrame:
     )
 
 
-def _log_end_offsets(facts: DataFrame, cuts: Cuts, growths: DataFrame) -> DataFrame:
+def _log_end_offsets(facts: DataFrame, growths: DataFrame) -> DataFrame:
     """The LEO changes that matter, in log order (REPLICA, ln, leo, leader_epoch, segment):
     each run's first and last, and a zero where a log was emptied."""
     ends = [("first_ln", "first_leo"), ("last_ln", "last_leo")]
@@ -138,7 +131,7 @@ def _log_end_offsets(facts: DataFrame, cuts: Cuts, growths: DataFrame) -> DataFr
         _emptied(facts, growths.select(*REPLICA).distinct()).select(
             *REPLICA, "ln", F.lit(0).cast("long").alias("leo"), F.lit(None).cast("long").alias("leader_epoch")
         ),
-        cuts,
+        facts,
     )
     return kept[0].unionByName(kept[1]).unionByName(empty)
 
@@ -287,13 +280,13 @@ def _sources(taken: DataFrame, written: DataFrame) -> DataFrame:
     )
 
 
-def _appended(events: DataFrame, cuts: Cuts) -> DataFrame:
+def _appended(events: DataFrame, facts: DataFrame) -> DataFrame:
     """Every append of a user topic: where, in which version (epoch and segment), and which
     batch (BATCH; a null producer where its values are not a producer's numbered records)."""
     appends = events.where((F.col("event") == "records_appended") & _user() & (F.col("count") > 0)).select(
         *_batch(), "ln", "leader_epoch", "base_offset", "count"
     )
-    return _in_segment(appends, cuts).select(*BATCH, _version().alias("version"), "base_offset", "count")
+    return _in_segment(appends, facts).select(*BATCH, _version().alias("version"), "base_offset", "count")
 
 
 def _batch() -> list[Column]:
@@ -333,12 +326,11 @@ def lost_and_duplicated(events: DataFrame) -> DataFrame:
     names)."""
     # Every table before the batches' is small: one row per run of LEO growth, replica or range.
     facts = _facts(events).localCheckpoint()
-    cuts = _cuts(facts)
-    growths = _growths(events, cuts).localCheckpoint()
-    leos = _log_end_offsets(facts, cuts, growths)
+    growths = _growths(events, facts).localCheckpoint()
+    leos = _log_end_offsets(facts, growths)
     authority = _authorities(facts, growths, leos).localCheckpoint()
     starts = _log_start_offsets(facts, authority).localCheckpoint()
-    appended = _appended(events, cuts)
+    appended = _appended(events, facts)
     written = _written(appended).localCheckpoint()
     sources = _sources(_taken(leos, authority, starts).localCheckpoint(), written).localCheckpoint()
     pieces = _pieces(appended, sources)
