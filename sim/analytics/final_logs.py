@@ -394,7 +394,7 @@ def lost_and_duplicated(events: DataFrame) -> DataFrame:
     return (
         figures.unionByName(unwritten)
         .groupBy("run")
-        .agg(F.sum("log_duplicates").alias("log_duplicates"), F.sum("lost_acked").alias("lost_acked"), F.sum("unnamed").alias("log_unresolved"))
+        .agg(F.sum("log_duplicates").alias("log_duplicates"), F.sum("lost_acked").alias("lost_acked"), F.coalesce(F.sum("unnamed"), F.lit(0)).alias("log_unresolved"))
     )
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 __all__ = ["spark_session", "together"]
@@ -90,8 +90,9 @@ def together(*work: Callable[[], Any]) -> list[Any]:
     Most stages of the analytics are short and many run one task, so one job alone leaves a
     core of a small machine idle; jobs submitted from several threads share the cores (Spark's
     scheduler takes tasks from every active job). The first runs in this thread, so that a
-    failure or an interrupt in it is raised at once (stopping the session ends the others);
-    a failure of another is raised once all have ended, the first in order."""
+    failure or an interrupt in it is raised at once, and the others go on until the caller
+    stops the session (the command line does); a failure of another is raised once all have
+    ended, the first in order."""
     from pyspark import InheritableThread  # noqa: PLC0415 - the JVM is only paid for when used
 
     results: list[Any] = [None] * len(work)
