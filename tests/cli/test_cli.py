@@ -319,10 +319,15 @@ def test_bench_std_figures_are_consistent_with_each_other() -> None:
     assert f["events_per_delivery"] == pytest.approx(f["events"] / f["deliveries"], abs=0.001)
     # The producer's quiet ticks are folded: one window a millisecond would be 5,000.
     assert (f["windows"], f["deliveries"]) == (2171, 2360)
+    # Each segment's figure is rounded to 1 ms and the ratio to 0.001, from the exact figures:
+    # a quiet segment of 12 ms is only known to 4%.
+    def ratio_of(ratio: float, later: float, first: float, h: float = 0.0005) -> bool:
+        return (later - h) / (first + h) - h <= ratio <= (later + h) / (first - h) + h
+
     walls = f["wall_per_segment_s"]
-    assert f["minute5_vs_minute1"] == pytest.approx(walls[4] / walls[0], rel=0.05)
+    assert ratio_of(f["minute5_vs_minute1"], walls[4], walls[0])
     cpus = f["cpu_per_segment_s"]
-    assert len(cpus) == 5 and f["cpu_minute5_vs_minute1"] == pytest.approx(cpus[4] / cpus[0], rel=0.05)
+    assert len(cpus) == 5 and ratio_of(f["cpu_minute5_vs_minute1"], cpus[4], cpus[0])
     c = f["consumers"]  # the group of four: in 5 s it has barely formed (a 3 s join delay)
     assert set(c) == {"consumed", "duplicates", "rebalances"} and c["consumed"] <= p_records(f)
     assert f["floor_ratio"] == pytest.approx(f["us_per_delivery"] / f["floor_us_per_delivery"], rel=0.01)
