@@ -351,6 +351,11 @@ def lost_and_duplicated(events: DataFrame) -> DataFrame:
     # One row per batch: its pieces in the final logs and its acknowledgement, side by side.
     batches = (
         pieces.unionByName(acked)
+        # A batch's piece and its acknowledgement are read by different tasks, so a task
+        # sees nearly every batch once: aggregating its rows before the shuffle would only
+        # copy them into a hash map as large as its input. Shuffled by run first, they are
+        # aggregated once, after it.
+        .repartition("run")
         .groupBy(*BATCH)
         .agg(
             F.max("size").alias("size"),
