@@ -89,10 +89,10 @@ def _segments(facts: DataFrame) -> DataFrame:
     )
 
 
-def _in_segment(rows: DataFrame, facts: DataFrame) -> DataFrame:
-    """`rows` with the segment of its run's lines each falls in: a broadcast range join (a run
-    has few cuts; a run without any has all its lines in segment 0)."""
-    segments = F.broadcast(_segments(facts)).alias("cut")
+def _in_segment(rows: DataFrame, segments: DataFrame) -> DataFrame:
+    """`rows` with the segment (`_segments`) of its run's lines each falls in: a broadcast range
+    join (a run has few cuts; a run without any has all its lines in segment 0)."""
+    segments = F.broadcast(segments).alias("cut")
     inside = (F.col("row.run") == F.col("cut.run")) & (F.col("row.ln") >= F.col("cut.from_ln")) & (F.col("row.ln") < F.col("cut.to_ln"))
     return rows.alias("row").join(segments, inside, "left").select("row.*", F.coalesce("cut.segment", F.lit(0)).alias("segment"))
 
@@ -104,14 +104,14 @@ def _version() -> Column:
     return F.struct(F.col("leader_epoch").alias("epoch"), F.col("segment"))
 
 
-def _growths(events: DataFrame, facts: DataFrame) -> DataFrame:
+def _growths(events: DataFrame, segments: DataFrame) -> DataFrame:
     """Each replica's LEO changes, one row per run of them that only grows: within one segment
     of its run's lines and one leader epoch (REPLICA, segment, leader_epoch, first_ln,
     first_leo, last_ln, last_leo, leads: whether the last change was a leader's)."""
     changes = events.where((F.col("event") == "replica_offsets_changed") & _user()).select(
         *REPLICA, "ln", F.col("log_end_offset").alias("leo"), "leader_epoch", "role"
     )
-    rows = _in_segment(changes, facts)
+    rows = _in_segment(changes, segments)
     return rows.groupBy(*REPLICA, "segment", "leader_epoch").agg(
         F.min("ln").alias("first_ln"),
         F.min_by("leo", "ln").alias("first_leo"),
@@ -122,7 +122,7 @@ def _growths(events: DataFrame, facts: DataFrame) -> DataFrame:
     )
 
 
-def _log_end_offsets(facts: DataFrame, growths: DataFrame) -> DataFrame:
+def _log_end_offsets(facts: DataFrame, segments: DataFrame, growths: DataFrame) -> DataFrame:
     """The LEO changes that matter, in log order (REPLICA, ln, leo, leader_epoch, segment):
     each run's first and last, and a zero where a log was emptied."""
     ends = [("first_ln", "first_leo"), ("last_ln", "last_leo")]
@@ -131,7 +131,7 @@ def _log_end_offsets(facts: DataFrame, growths: DataFrame) -> DataFrame:
         _emptied(facts, growths.select(*REPLICA).distinct()).select(
             *REPLICA, "ln", F.lit(0).cast("long").alias("leo"), F.lit(None).cast("long").alias("leader_epoch")
         ),
-        facts,
+        segments,
     )
     return kept[0].unionByName(kept[1]).unionByName(empty)
 
@@ -280,13 +280,13 @@ def _sources(taken: DataFrame, written: DataFrame) -> DataFrame:
     )
 
 
-def _appended(events: DataFrame, facts: DataFrame) -> DataFrame:
+def _appended(events: DataFrame, segments: DataFrame) -> DataFrame:
     """Every append of a user topic: where, in which version (epoch and segment), and which
     batch (BATCH; a null producer where its values are not a producer's numbered records)."""
     appends = events.where((F.col("event") == "records_appended") & _user() & (F.col("count") > 0)).select(
         *_batch(), "ln", "leader_epoch", "base_offset", "count"
     )
-    return _in_segment(appends, facts).select(*BATCH, _version().alias("version"), "base_offset", "count")
+    return _in_segment(appends, segments).select(*BATCH, _version().alias("version"), "base_offset", "count")
 
 
 def _batch() -> list[Column]:
@@ -326,11 +326,12 @@ def lost_and_duplicated(events: DataFrame) -> DataFrame:
     names)."""
     # Every table before the batches' is small: one row per run of LEO growth, replica or range.
     facts = _facts(events).localCheckpoint()
-    growths = _growths(events, facts).localCheckpoint()
-    leos = _log_end_offsets(facts, growths)
+    segments = _segments(facts).localCheckpoint()
+    growths = _growths(events, segments).localCheckpoint()
+    leos = _log_end_offsets(facts, segments, growths)
     authority = _authorities(facts, growths, leos).localCheckpoint()
     starts = _log_start_offsets(facts, authority).localCheckpoint()
-    appended = _appended(events, facts)
+    appended = _appended(events, segments)
     written = _written(appended).localCheckpoint()
     sources = _sources(_taken(leos, authority, starts).localCheckpoint(), written).localCheckpoint()
     pieces = _pieces(appended, sources)
