@@ -112,13 +112,15 @@ def _growths(events: DataFrame, segments: DataFrame) -> DataFrame:
         *REPLICA, "ln", F.col("log_end_offset").alias("leo"), "leader_epoch", "role"
     )
     rows = _in_segment(changes, segments)
+    # Within such a run the first change has the lowest LEO and the last the highest, and the
+    # replica's role is the same throughout (a role changes only with the leader epoch): plain
+    # minimums and maximums, cheaper than taking the values at the first and last lines.
     return rows.groupBy(*REPLICA, "segment", "leader_epoch").agg(
         F.min("ln").alias("first_ln"),
-        F.min_by("leo", "ln").alias("first_leo"),
+        F.min("leo").alias("first_leo"),
         F.max("ln").alias("last_ln"),
-        F.max_by("leo", "ln").alias("last_leo"),
-        # A string in an aggregation's buffer would make Spark sort every change to aggregate.
-        F.max_by(F.when(F.col("role") == "leader", 1).otherwise(0), "ln").alias("leads"),
+        F.max("leo").alias("last_leo"),
+        F.max(F.when(F.col("role") == "leader", 1).otherwise(0)).alias("leads"),
     )
 
 
