@@ -120,6 +120,7 @@ def _growths(events: DataFrame, segments: DataFrame) -> DataFrame:
         F.min("leo").alias("first_leo"),
         F.max("ln").alias("last_ln"),
         F.max("leo").alias("last_leo"),
+        # An int: a string in an aggregation's buffer would make Spark sort every change.
         F.max(F.when(F.col("role") == "leader", 1).otherwise(0)).alias("leads"),
     )
 
