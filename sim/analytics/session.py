@@ -84,7 +84,7 @@ def spark_session(master: str = "local[*]", *, testing: bool = False, quiet: boo
         .config("spark.sql.optimizer.runtime.bloomFilter.enabled", "false")
         # Tungsten's memory page. Spark sizes it from the heap and the cores (16 MB for a 2 GB
         # driver on two cores), and a broadcast hash table keyed by anything but one long
-        # takes a whole page. In local mode the tasks use the driver's own table, so every
+        # takes a whole page, in the driver and in each executor that reads it. So every
         # broadcast of a few hundred rows held 16 MB until Spark's cleaner dropped it: the
         # old generation filled with them and brought full collections (0.8 to 1 GB live
         # after each, against 0.2 to 0.3 GB with 1 MB pages).
