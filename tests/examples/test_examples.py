@@ -1,4 +1,5 @@
-"""Every example runs and prints exactly its golden .out (SimPy's habit)."""
+"""Every example script runs and prints exactly its golden .out (SimPy's habit); the studies
+that are a scenario alone give the figures the guide shows."""
 
 from __future__ import annotations
 
@@ -40,3 +41,29 @@ def test_a_study_refuses_a_bad_out_with_one_line(tmp_path: Path) -> None:
     )
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == f"10_unclean_election.py: --out {not_a_dir}: exists and is not a directory\n"
+
+
+def _figures(name: str, overrides: list[str]) -> dict:
+    from sim.cluster import Cluster
+    from sim.kernel import HostKind
+    from sim.scenario import load_scenario
+
+    with Cluster(load_scenario(str(EXAMPLES / name), overrides), host=HostKind.DIRECT) as cluster:
+        cluster.run_to_end()
+        return cluster.final_checks()
+
+
+@pytest.mark.parametrize(
+    ("name", "overrides", "expected"),
+    [
+        # The figures the guide's table of studies gives for the two studies with no script (03
+        # without idempotence is a regression test's: tests/scenarios/test_regressions.py).
+        ("02_standard_workload.toml", [], (300_000, 299_972, 0, 0, 718, {"crash_before_commit": 718})),
+        ("03_idempotent_retries.toml", [], (800, 800, 0, 0, 0, {})),
+    ],
+    ids=["02", "03"],
+)
+def test_scenario_study_gives_the_figures_the_guide_shows(name: str, overrides: list[str], expected: tuple) -> None:
+    checks = _figures(name, overrides)
+    keys = ("produced", "acked", "lost_acked", "log_duplicates", "duplicates", "duplicates_by_cause")
+    assert tuple(checks[k] for k in keys) == expected

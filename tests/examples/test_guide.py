@@ -1,5 +1,6 @@
 """The user's guide shows what the repository does: its scenario loads with the overrides it
-shows, its Python example prints what the guide says it prints, and the docs' links resolve."""
+shows, its runs and its Python example print what the guide says they print (but the wall
+time), and the docs' links resolve."""
 
 from __future__ import annotations
 
@@ -48,6 +49,52 @@ def test_guide_scenario_loads_with_every_override_the_guide_shows() -> None:
         check_scenario(scenario)
     assert overrides == ["faults.1.node=consumer-1", "run.duration.ms=90000"]
     assert scenario.get("run", "duration.ms") == 90000
+
+
+def _kafkasim(*args: str, cwd: Path) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "sim.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _shown_lines(command: str) -> list[str]:
+    """The lines the guide shows a command printing: those indented after `    $ COMMAND` (or
+    after `COMMAND ends with these lines:`), up to the first that is not."""
+    lines = GUIDE.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line == f"    $ {command}" or line.startswith(f"`{command}` ends with"))
+    shown = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("    ") and line:
+            break
+        if line:
+            shown.append(line.removeprefix("    "))
+    return shown
+
+
+def _without_wall_time(lines: list[str]) -> list[str]:
+    return [re.sub(r"simulated in [\d.]+ s", "simulated in _ s", line) for line in lines]
+
+
+def test_guide_first_run_prints_what_the_guide_shows(tmp_path: Path) -> None:
+    (text,) = _code_blocks("toml")
+    (tmp_path / "first.toml").write_text(text)
+    printed = _kafkasim("run", "first.toml", cwd=tmp_path).splitlines()
+    assert _without_wall_time(printed) == _without_wall_time(_shown_lines(".venv/bin/kafkasim run first.toml"))
+    command = ".venv/bin/kafkasim run first.toml --set faults.1.node=consumer-1 --set run.duration.ms=90000"
+    shown = [line for line in _shown_lines(command) if line.strip() != "..."]
+    printed = _kafkasim(*shlex.split(command)[1:], "--no-report", cwd=tmp_path).splitlines()
+    assert shown and all(line in printed for line in shown)
+
+
+def test_guide_default_study_prints_what_the_guide_shows(tmp_path: Path) -> None:
+    """The simulation's lines of `make study`, and of the rerun of its resolved scenario."""
+    printed = _without_wall_time(_kafkasim("run", "--no-report", "--out", "default-study", cwd=tmp_path).splitlines())
+    study = _without_wall_time(_shown_lines("make study"))
+    assert printed[:4] == study[:4]
+    rerun = _without_wall_time(_shown_lines(".venv/bin/kafkasim run runs/default-study/scenario.toml --out /tmp/rerun"))
+    assert rerun == printed[:2]
 
 
 def test_guide_python_example_prints_what_the_guide_shows() -> None:
