@@ -19,7 +19,7 @@ every ping sent before a cut-off is answered before the next one leaves.
   are answered by 11000: 39 + 5 = 44.
 - The digest is the sha256 of the event log: any change to what the simulation does shows here.
 
-Run: python examples/00_kernel_faults.py [--seed N]
+Run: .venv/bin/python examples/00_kernel_faults.py [--seed N]
 """
 
 from __future__ import annotations

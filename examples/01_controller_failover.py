@@ -29,7 +29,7 @@ Expected output (01_controller_failover.out), and why each number is right.
   Broker 3 leads neither partition, and with min.insync.replicas 1 its pause only shrinks the
   ISRs, so every acks=all record is acknowledged and none is lost: 300, 300, 0.
 
-Run: python examples/01_controller_failover.py [--seed N]
+Run: .venv/bin/python examples/01_controller_failover.py [--seed N]
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ The same study as a sweep on Spark (one run per configuration and seed, a table 
     --grid consumers.1.auto.commit.interval.ms=1000,2000,4000,8000 \\
     --grid faults.1.at.ms=12200,13800,15400,17000,18600 --out runs/auto-commit-sweep
 
-Run: python examples/04_auto_commit_interval.py [--seed N] [--out DIR]
+Run: .venv/bin/python examples/04_auto_commit_interval.py [--seed N] [--out DIR]
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ The same study as a sweep on Spark (one run per call and seed):
   .venv/bin/kafkasim sweep examples/05_crash_vs_close.toml --seeds 3 \\
     --grid faults.1.kind=crash,close,unsubscribe --out runs/crash-vs-close-sweep
 
-Run: python examples/05_crash_vs_close.py [--seed N] [--out DIR]
+Run: .venv/bin/python examples/05_crash_vs_close.py [--seed N] [--out DIR]
 """
 
 from __future__ import annotations

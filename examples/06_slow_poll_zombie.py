@@ -51,7 +51,7 @@ The same study as a sweep on Spark (one run per fault kind and seed):
   .venv/bin/kafkasim sweep examples/06_slow_poll_zombie.toml --seeds 3 \\
     --grid faults.1.kind=stall,zombie --out runs/slow-poll-sweep
 
-Run: python examples/06_slow_poll_zombie.py [--seed N] [--out DIR]
+Run: .venv/bin/python examples/06_slow_poll_zombie.py [--seed N] [--out DIR]
 """
 
 from __future__ import annotations

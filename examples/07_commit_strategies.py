@@ -49,7 +49,7 @@ application's commit, the first whether auto-commit is on):
     --grid consumers.1.enable.auto.commit=true,false \\
     --grid consumers.1.commit=none,sync,async,on_revoke --out runs/commit-strategies-sweep
 
-Run: python examples/07_commit_strategies.py [--seed N] [--out DIR]
+Run: .venv/bin/python examples/07_commit_strategies.py [--seed N] [--out DIR]
 """
 
 from __future__ import annotations

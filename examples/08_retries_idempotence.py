@@ -54,10 +54,10 @@ Expected output (08_retries_idempotence.out), and why each number is right.
   `RecordAccumulator.reenqueue` puts each failed batch back at the head of its queue), and 0
   with it (every retried batch was answered as a duplicate).
 
-Run: python examples/08_retries_idempotence.py [--seeds N] [--out DIR]
+Run: .venv/bin/python examples/08_retries_idempotence.py [--seeds N] [--out DIR]
 The same study as a sweep (its runs.csv and configs.csv hold acked, lost_acked and
 log_duplicates per run and per setting, on the Pykka host, with the same figures):
-  kafkasim sweep examples/03_idempotent_retries.toml --seeds 5 \\
+  .venv/bin/kafkasim sweep examples/03_idempotent_retries.toml --seeds 5 \\
       --grid producers.1.enable.idempotence=true,false --out runs/08-sweep
 """
 

@@ -53,9 +53,9 @@ nothing in any version (seeds 3 and 4; 0.10.2 still reports weak_isr at 30 s, wh
 restarts and truncates to its checkpointed HW, 990, below the HW of broker 1, which wakes
 believing it still leads).
 
-Run: python examples/09_truncation_vs_epochs.py [--seed N] [--out DIR]
+Run: .venv/bin/python examples/09_truncation_vs_epochs.py [--seed N] [--out DIR]
 The same study as a sweep (one series per profile):
-  kafkasim sweep examples/09_truncation_vs_epochs.toml --seeds 3 \\
+  .venv/bin/kafkasim sweep examples/09_truncation_vs_epochs.toml --seeds 3 \\
       --grid 'kafka.version="0.10.2","0.11.0","3.9"' --out runs/09-sweep
 """
 

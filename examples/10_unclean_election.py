@@ -44,9 +44,9 @@ allows, and what it loses is counted by the end-of-run checks, not by the invari
 With another seed the controller may be broker 3, the one that stalls: then broker 1's ISR
 change waits for it (AlterPartition, 2.7+) and the story changes.
 
-Run: python examples/10_unclean_election.py [--seed N] [--out DIR]
+Run: .venv/bin/python examples/10_unclean_election.py [--seed N] [--out DIR]
 The same study as a sweep:
-  kafkasim sweep examples/10_unclean_election.toml --seeds 3 \\
+  .venv/bin/kafkasim sweep examples/10_unclean_election.toml --seeds 3 \\
       --grid broker.unclean.leader.election.enable=true,false --out runs/10-sweep
 """
 

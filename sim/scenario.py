@@ -1,7 +1,8 @@
 """Scenario files: TOML with Kafka's configuration names, checked against one schema.
 
 A scenario has sections (`[run]`, `[kafka]`, `[network]`, `[cluster]`, `[zookeeper]`,
-`[broker]`, `[workload]`) and arrays of tables (`[[topics]]`, `[[producers]]`, `[[faults]]`). Keys are Kafka's own names with their units (`duration.ms`); TOML reads an
+`[broker]`, `[workload]`) and arrays of tables (`[[topics]]`, `[[producers]]`, `[[consumers]]`,
+`[[faults]]`). Keys are Kafka's own names with their units (`duration.ms`); TOML reads an
 unquoted `latency.min.ms = 1` as nested tables, so nested tables inside a section are flattened
 back into dotted names and both spellings work.
 
