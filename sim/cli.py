@@ -18,6 +18,8 @@ import argparse
 import contextlib
 import json
 import logging
+import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -155,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("kafkasim: interrupted\n")
         return EXIT_INTERRUPTED
+    except OSError as exc:  # a full disk, a file system gone read-only, a closed pipe
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"kafkasim: {where}{exc.strerror or exc}\n")
+        return EXIT_FAILED
     return EXIT_USAGE
 
 
@@ -279,7 +285,8 @@ def _check_master(master: str) -> None:
     """A standalone master (`spark://host:port`) that does not answer: said before the JVM
     starts, since Spark itself retries for a minute and then logs stack traces. A URL of no
     kind Spark knows is refused here too, as spark-submit would with a Java stack trace."""
-    if not master.startswith(_MASTER_KINDS):
+    local = re.fullmatch(r"local(\[(\*|[1-9]\d*)(, ?[1-9]\d*)?\]|-cluster\[.*\])?", master)
+    if not master.startswith(_MASTER_KINDS) or (master.startswith("local") and not local):
         msg = f"--master {master}: not a Spark master URL (local[N], spark://HOST:PORT, yarn, k8s://...)"
         raise RunDirError(msg)
     if not master.startswith("spark://"):
@@ -304,6 +311,10 @@ def _analyze(args: argparse.Namespace) -> int:
     for run_dir in args.run_dirs:
         if not (run_dir / "events.jsonl").is_file():
             return _usage_error(f"{run_dir}: not a run directory (no events.jsonl)")
+        # Said before Spark's start and jobs, not after them.
+        written = run_dir / "analysis.json"
+        if not os.access(written if written.exists() else run_dir, os.W_OK):
+            return _usage_error(f"{written}: cannot write it (read-only)")
     _check_master(args.master)
     try:
         for run_dir in args.run_dirs:
@@ -339,11 +350,22 @@ def _on_spark(master: str, work: Callable[[Any], T]) -> T:
 
     # py4j logs a call broken by an interrupt with its traceback; the CLI says it in one line.
     logging.disable(logging.CRITICAL)
+    # The JVM ignores Ctrl-C (PySpark starts it so), and an interrupt while PySpark waits for it
+    # to start would leave it running with no one to stop it: the interrupt waits until then.
+    deferred: list[bool] = []
+    signal.signal(signal.SIGINT, lambda _signum, _frame: deferred.append(True))
     try:
         spark = spark_session(master, quiet=True)
     except (Py4JError, PySparkException, RuntimeError, OSError) as exc:
-        msg = f"Spark did not start on {master}: {_first_line(exc)}"
+        msg = f"Spark did not start on {master}: {_first_line(exc)}"  # py4j reads it of the JVM
+        _stop_gateway()
         raise SparkUnavailable(msg) from None
+    except KeyboardInterrupt:  # from PySpark's own handler, once the JVM has started
+        _stop_gateway()
+        raise
+    if deferred:
+        spark.stop()
+        raise KeyboardInterrupt
     # PySpark's own Ctrl-C handler calls into the JVM from inside the call it interrupts; and
     # py4j turns an interrupt inside a call into an error of its own.
     interrupted = []
@@ -365,8 +387,29 @@ def _on_spark(master: str, work: Callable[[Any], T]) -> T:
             spark.stop()
 
 
+def _stop_gateway() -> None:
+    """Stop the JVM of a session that failed to start, if PySpark had launched one."""
+    from pyspark import SparkContext  # noqa: PLC0415
+
+    gateway = SparkContext._gateway  # noqa: SLF001 - the only handle on it PySpark keeps
+    with contextlib.suppress(Exception):
+        if SparkContext._active_spark_context is not None:  # noqa: SLF001
+            SparkContext._active_spark_context.stop()  # noqa: SLF001
+    if gateway is not None:
+        with contextlib.suppress(Exception):
+            gateway.proc.kill()
+
+
 def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    """The line of an error that says what went wrong: for an error py4j relays from the JVM,
+    the Java exception's message, not py4j's "An error occurred while calling ..."."""
+    try:
+        text = str(exc)  # py4j asks the JVM for its exception's text
+    except Exception:  # noqa: BLE001 - a JVM gone with its text
+        return type(exc).__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].startswith("An error occurred while calling") and lines[1].startswith(": "):
+        return lines[1].removeprefix(": ")
     return lines[0] if lines else type(exc).__name__
 
 
@@ -400,17 +443,49 @@ def _write_run_report(out_dir: Path, summary: dict[str, Any], *, quiet: bool) ->
         sys.stdout.write(f"  report {path}\n")
 
 
+SUMMARY_KEYS = ("run_id", "scenario", "kafka_version", "seed", "sim_ms", "events")
+"""What the report reads of every summary.json."""
+ANALYSIS_TABLES = ("produce_outcomes", "events_by_type", "dropped_by_reason")
+"""What the report reads of an analysis.json: objects of counts."""
+
+
 def _report(run_dir: Path) -> int:
     """The report needs the summary and the event log; Spark's analysis.json adds its tables."""
     _check_run_dir(run_dir, "summary.json", "events.jsonl")
+    from sim.analytics.prescan import BadEventLog, check_event_log  # noqa: PLC0415
     from sim.report import write_report  # noqa: PLC0415
 
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = _json_object(run_dir / "summary.json", "a run summary")
+    missing = [key for key in SUMMARY_KEYS if key not in summary]
+    if missing:
+        msg = f"{run_dir / 'summary.json'}: not a run summary (no {missing[0]!r})"
+        raise RunDirError(msg)
     spark = run_dir / "analysis.json"
-    analysis = json.loads(spark.read_text()) if spark.is_file() else None
+    analysis = _json_object(spark, "an analysis") if spark.is_file() else None
+    for key in ANALYSIS_TABLES if analysis else ():
+        if not isinstance(analysis.get(key, {}), dict):
+            msg = f"{spark}: not an analysis ({key} is not an object)"
+            raise RunDirError(msg)
+    try:
+        check_event_log(run_dir / "events.jsonl")
+    except BadEventLog as exc:
+        raise RunDirError(str(exc)) from None
     path = write_report(run_dir, summary, analysis)
     sys.stdout.write(f"report written to {path}\n")
     return 0
+
+
+def _json_object(path: Path, what: str) -> dict[str, Any]:
+    """A JSON object read from `path`, or RunDirError naming the file."""
+    try:
+        value = json.loads(path.read_bytes())
+    except ValueError as exc:  # bad JSON or bad UTF-8
+        msg = f"{path}: not {what} ({exc})"
+        raise RunDirError(msg) from None
+    if not isinstance(value, dict):
+        msg = f"{path}: not {what} (not a JSON object)"
+        raise RunDirError(msg)
+    return value
 
 
 def _study(args: argparse.Namespace) -> int:

@@ -23,16 +23,29 @@ class EventLog:
         self._digest.update(data)
         self.count += 1
         if self._file is not None:
-            self._file.write(data)
+            try:
+                self._file.write(data)
+            except OSError as exc:
+                raise self._named(exc) from None
 
     def flush(self) -> None:
         if self._file is not None:
-            self._file.flush()
+            try:
+                self._file.flush()
+            except OSError as exc:
+                raise self._named(exc) from None
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            file, self._file = self._file, None
+            try:
+                file.close()
+            except OSError as exc:
+                raise self._named(exc) from None
+
+    def _named(self, exc: OSError) -> OSError:
+        """A write error (a full disk) with the log's path, which the buffered file leaves out."""
+        return OSError(exc.errno, exc.strerror, str(self.path))
 
     @property
     def digest(self) -> str:

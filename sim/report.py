@@ -127,6 +127,12 @@ seed {summary['seed']}: rerun with <code>kafkasim run {html.escape(str(run_dir))
 {_table({k: v for k, v in summary.items() if k != "duplicate_spans"})}
 </body></html>
 """
+    # Written beside and renamed: a full disk leaves the previous report, not half of this one.
     path = run_dir / "report.html"
-    path.write_text(page, encoding="utf-8")
+    partial = path.with_suffix(".html.partial")
+    try:
+        partial.write_text(page, encoding="utf-8")
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
     return path

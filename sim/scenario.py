@@ -428,9 +428,29 @@ def parse_scenario(text: str, source: str, overrides: Iterable[str] = ()) -> Sce
         else:
             msg = f"{source}: TOML syntax error: {exc}"
         raise ScenarioError(msg) from None
+    overrides = list(overrides)
     for override in overrides:
         _apply_override(raw, override)
-    return _resolve(raw, source)
+    try:
+        return _resolve(raw, source)
+    except ScenarioError as exc:
+        raise _blamed(text, source, overrides, exc) from None
+
+
+def _blamed(text: str, source: str, overrides: list[str], error: ScenarioError) -> ScenarioError:
+    """The error with the first `--set` that brings it, where the file alone is valid: the user
+    typed the value on the command line, not in the file."""
+    for count in range(len(overrides) + 1):
+        raw = tomllib.loads(text)
+        for override in overrides[:count]:
+            _apply_override(raw, override)
+        try:
+            _resolve(raw, source)
+        except ScenarioError:
+            if count == 0:
+                return error  # the file's own
+            return ScenarioError(f"{source} with --set {overrides[count - 1]!r}: {str(error).removeprefix(f'{source}: ')}")
+    return error
 
 
 def _apply_override(raw: dict[str, Any], override: str) -> None:

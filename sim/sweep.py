@@ -185,11 +185,13 @@ def _load(text: str, source: str, overrides: list[str]) -> Scenario:
     return scenario
 
 
-def _loader_message(exc: Exception, override: str) -> str:
-    """The loader's sentence without its own `--set 'K=V': ` prefix (the caller names the grid)."""
+def _loader_message(exc: Exception, overrides: Iterable[str]) -> str:
+    """The loader's sentence without the `--set 'K=V'` it names for these grid values (the
+    caller names the grid)."""
     message = str(exc)
-    prefix = f"--set {override!r}: "
-    return message.removeprefix(prefix)
+    for override in overrides:
+        message = message.removeprefix(f"--set {override!r}: ").replace(f" with --set {override!r}: ", ": ", 1)
+    return message
 
 
 def resolved_value(scenario: Scenario, key: str) -> Any:
@@ -229,7 +231,7 @@ def plan_sweep(
             try:
                 _load(text, base.source, [*sets, override])
             except (ScenarioError, FaultError) as exc:
-                msg = f"--grid {override}: {_loader_message(exc, override)}"
+                msg = f"--grid {override}: {_loader_message(exc, [override])}"
                 raise SweepError(msg) from None
     configs = []
     combos = list(itertools.product(*(grid.texts for grid in grids)))
@@ -239,7 +241,7 @@ def plan_sweep(
         try:
             scenario = _load(text, base.source, [*sets, *overrides])
         except (ScenarioError, FaultError) as exc:
-            msg = f"--grid {' with '.join(overrides)}: {exc}"
+            msg = f"--grid {' with '.join(overrides)}: {_loader_message(exc, overrides)}"
             raise SweepError(msg) from None
         values = tuple(
             _plain(resolved_value(scenario, g.key), v) for g, v in zip(grids, combo, strict=True)

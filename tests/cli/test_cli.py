@@ -98,7 +98,7 @@ GROUP = '[run]\n"duration.ms" = 3000\n[cluster]\nbrokers = 1\n[broker]\n"offsets
             ["run", "s.toml"],
             "kafkasim: s.toml: [cluster]: metadata.mode: 'kraft' is not one of zookeeper, static",
         ),
-        ({}, ["run", "--set", "run.seeed=3"], "kafkasim: the default study: [run]: unknown key 'seeed' (did you mean 'seed'?)"),
+        ({}, ["run", "--set", "run.seeed=3"], "kafkasim: the default study with --set 'run.seeed=3': [run]: unknown key 'seeed' (did you mean 'seed'?)"),
         ({}, ["run", "--seed", "x"], "kafkasim: argument --seed: invalid int value: 'x'"),
         ({}, ["run", "--seed", "-3"], "kafkasim: --seed must be at least 0, got -3"),
         ({}, ["frobnicate"], "kafkasim: argument command: invalid choice: 'frobnicate'"),
@@ -167,7 +167,7 @@ GROUP = '[run]\n"duration.ms" = 3000\n[cluster]\nbrokers = 1\n[broker]\n"offsets
         (
             {"s.toml": GROUP + '[[faults]]\nkind = "zombie"\nnode = "consumer-1"\n'},
             ["run", "s.toml", "--set", "faults.1.duration.ms=-5"],
-            "kafkasim: s.toml: [[faults]] #1: duration.ms: must be at least 1, got -5",
+            "kafkasim: s.toml with --set 'faults.1.duration.ms=-5': [[faults]] #1: duration.ms: must be at least 1, got -5",
         ),
     ],
 )
@@ -244,6 +244,20 @@ def test_a_reused_run_directory_starts_clean(tmp_path: Path) -> None:
     ]
     assert json.loads((out / "summary.json").read_text())["sim_ms"] == 2000
     assert "kafkasim run default-seed1" in (out / "report.html").read_text()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+def test_a_full_disk_is_one_line_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The event log written to /dev/full, where every write fails as on a full disk."""
+    from sim.cli import main
+    from sim.eventlog import EventLog
+
+    opened = EventLog.__init__
+    monkeypatch.setattr(EventLog, "__init__", lambda log, path=None: opened(log, path and Path("/dev/full")))
+    assert main(["run", *QUICK, "--out", str(tmp_path / "run"), "--no-report"]) == 1
+    assert capsys.readouterr().err == "kafkasim: /dev/full: No space left on device\n"
 
 
 def test_plain_kafkasim_prints_its_usage_and_version_prints_the_version() -> None:

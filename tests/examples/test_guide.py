@@ -97,6 +97,23 @@ def test_guide_default_study_prints_what_the_guide_shows(tmp_path: Path) -> None
     assert rerun == printed[:2]
 
 
+def test_guide_mistakes_print_what_the_guide_shows() -> None:
+    """Each `$ .venv/bin/kafkasim ...` line the guide follows with a `kafkasim:` error line."""
+    lines = GUIDE.read_text().splitlines()
+    shown = [
+        (line.strip().removeprefix("$ .venv/bin/kafkasim "), after.strip())
+        for line, after in zip(lines, lines[1:], strict=False)
+        if line.strip().startswith("$ .venv/bin/kafkasim ") and after.strip().startswith("kafkasim: ")
+    ]
+    assert len(shown) >= 2
+    for command, error in shown:
+        result = subprocess.run(
+            [sys.executable, "-m", "sim.cli", *shlex.split(command)],
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        )
+        assert (result.returncode, result.stderr) == (2, error + "\n")
+
+
 def test_guide_python_example_prints_what_the_guide_shows() -> None:
     (example,) = [b for b in _code_blocks("python") if "from sim.cluster import Cluster" in b]
     result = subprocess.run(

@@ -120,7 +120,7 @@ def test_the_progress_bar_counts_runs(capsys: pytest.CaptureFixture[str]) -> Non
         (["--grid", f"{COMMIT}=1", "--grid", f"{COMMIT}=2"], f"kafkasim: --grid {COMMIT}: given twice; list every value in one --grid"),
         (["--grid", f"{COMMIT}=1", "--set", f"{COMMIT}=2"], f"kafkasim: --grid {COMMIT}: also given with --set; a key is either fixed or swept"),
         (["--grid", "run.seed=1,2"], "kafkasim: --grid run.seed: the seeds are 1 to --seeds N"),
-        (["--set", "run.duration.ms=-1"], "kafkasim: s.toml: [run]: duration.ms: must be at least 1, got -1"),
+        (["--set", "run.duration.ms=-1"], "kafkasim: s.toml with --set 'run.duration.ms=-1': [run]: duration.ms: must be at least 1, got -1"),
     ],
 )
 def test_a_mistake_is_one_line_and_exit_2_before_anything_is_written(

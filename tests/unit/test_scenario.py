@@ -241,7 +241,10 @@ def test_producer_mistakes(extra: str, expected: str) -> None:
 
 def test_an_explicit_idempotence_before_0_11_is_an_error() -> None:
     message = _error(P + '"enable.idempotence" = true\nacks = "all"\nretries = 3\n', ["kafka.version=0.10.2"])
-    assert message == "s.toml: [[producers]] #1: enable.idempotence = true needs Kafka 0.11 or later (the version is 0.10.2)"
+    assert message == (
+        "s.toml with --set 'kafka.version=0.10.2': [[producers]] #1: enable.idempotence = true needs Kafka 0.11 or later"
+        " (the version is 0.10.2)"
+    )
 
 
 @pytest.mark.parametrize(
