@@ -134,8 +134,10 @@ class Cluster:
         )
 
     def close(self) -> None:
-        self.kernel.shutdown()
-        self.kernel.event_log.close()
+        try:
+            self.kernel.shutdown()
+        finally:
+            self.kernel.event_log.close()
 
     def __enter__(self) -> Cluster:
         return self

@@ -14,6 +14,7 @@ A second Ctrl-C interrupts at once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
@@ -70,6 +71,10 @@ def run_scenario(
     except SimulationFailed as exc:
         failure = exc
         (out_dir / "failure.txt").write_text(traceback.format_exc(), encoding="utf-8")
+    except BaseException:  # a full disk: the actors' threads and the CPU are given back all the same
+        with contextlib.suppress(OSError):
+            cluster.close()
+        raise
     checks: dict[str, Any] = {}
     try:
         if failure is None:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -250,14 +251,17 @@ def test_a_reused_run_directory_starts_clean(tmp_path: Path) -> None:
 def test_a_full_disk_is_one_line_naming_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The event log written to /dev/full, where every write fails as on a full disk."""
+    """The event log written to /dev/full, where every write fails as on a full disk. The run
+    gives back what it took: the actors' threads, and the CPU and policy it pinned itself to."""
     from sim.cli import main
     from sim.eventlog import EventLog
 
     opened = EventLog.__init__
     monkeypatch.setattr(EventLog, "__init__", lambda log, path=None: opened(log, path and Path("/dev/full")))
+    cpus, policy, threads = os.sched_getaffinity(0), os.sched_getscheduler(0), threading.active_count()
     assert main(["run", *QUICK, "--out", str(tmp_path / "run"), "--no-report"]) == 1
     assert capsys.readouterr().err == "kafkasim: /dev/full: No space left on device\n"
+    assert (os.sched_getaffinity(0), os.sched_getscheduler(0), threading.active_count()) == (cpus, policy, threads)
 
 
 def test_plain_kafkasim_prints_its_usage_and_version_prints_the_version() -> None:
