@@ -438,18 +438,19 @@ def parse_scenario(text: str, source: str, overrides: Iterable[str] = ()) -> Sce
 
 
 def _blamed(text: str, source: str, overrides: list[str], error: ScenarioError) -> ScenarioError:
-    """The error with the first `--set` that brings it, where the file alone is valid: the user
-    typed the value on the command line, not in the file."""
+    """Where the file alone is valid, the error the first `--set` that brings one brings, naming
+    it: the user typed that value on the command line, not in the file."""
     for count in range(len(overrides) + 1):
         raw = tomllib.loads(text)
         for override in overrides[:count]:
             _apply_override(raw, override)
         try:
             _resolve(raw, source)
-        except ScenarioError:
+        except ScenarioError as exc:
             if count == 0:
                 return error  # the file's own
-            return ScenarioError(f"{source} with --set {overrides[count - 1]!r}: {str(error).removeprefix(f'{source}: ')}")
+            what = str(exc).removeprefix(f"{source}: ")
+            return ScenarioError(f"{source} with --set {overrides[count - 1]!r}: {what}")
     return error
 
 

@@ -11,6 +11,7 @@ driver, so it needs the files locally, as `kafkasim analyze` does.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType
@@ -64,7 +65,7 @@ def check_event_log(path: Path) -> int:
     return number
 
 
-def _problem(event: dict) -> str | None:
+def _problem(event: dict[str, Any]) -> str | None:
     """What keeps the schema from reading this event, if anything."""
     for name, kind in REQUIRED.items():
         if event.get(name) is None:

@@ -319,3 +319,14 @@ def test_a_session_timeout_outside_the_brokers_range_is_not_a_load_error() -> No
     coordinator's to apply, at JoinGroup (INVALID_SESSION_TIMEOUT)."""
     s = parse_scenario(C + '"session.timeout.ms" = 5000\n', "s.toml")
     assert (s.consumers[0]["session.timeout.ms"], s.get("broker", "group.min.session.timeout.ms")) == (5000, 6000)
+
+
+def test_an_error_a_set_brings_names_the_file_and_the_first_such_set() -> None:
+    """The file alone is valid: each mistake is the command line's, and the first is named with
+    its own message; a mistake in the file stays the file's."""
+    overrides = ("run.duration.ms=5000", "network.latency.max.ms=abc", "run.duration.ms=-3")
+    assert _error(KAFKA, overrides) == (
+        "s.toml with --set 'network.latency.max.ms=abc': [network]: latency.max.ms: expected an integer, got 'abc' (a string)"
+    )
+    bad_file = KAFKA + '[run]\n"duration.ms" = -1\n'
+    assert _error(bad_file, ("run.seed=3",)) == "s.toml: [run]: duration.ms: must be at least 1, got -1"
