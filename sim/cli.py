@@ -398,6 +398,7 @@ def _stop_gateway() -> None:
     if gateway is not None:
         with contextlib.suppress(Exception):
             gateway.proc.kill()
+        SparkContext._gateway = SparkContext._jvm = None  # noqa: SLF001 - a later session launches its own
 
 
 def _first_line(exc: BaseException) -> str:
