@@ -444,17 +444,11 @@ def _write_run_report(out_dir: Path, summary: dict[str, Any], *, quiet: bool) ->
         sys.stdout.write(f"  report {path}\n")
 
 
-SUMMARY_KEYS = ("run_id", "scenario", "kafka_version", "seed", "sim_ms", "events")
-"""What the report reads of every summary.json."""
-ANALYSIS_TABLES = ("produce_outcomes", "events_by_type", "dropped_by_reason")
-"""What the report reads of an analysis.json: objects of counts."""
-
-
 def _report(run_dir: Path) -> int:
     """The report needs the summary and the event log; Spark's analysis.json adds its tables."""
     _check_run_dir(run_dir, "summary.json", "events.jsonl")
     from sim.analytics.prescan import BadEventLog, check_event_log  # noqa: PLC0415
-    from sim.report import write_report  # noqa: PLC0415
+    from sim.report import ANALYSIS_TABLES, SUMMARY_KEYS, write_report  # noqa: PLC0415
 
     summary = _json_object(run_dir / "summary.json", "a run summary")
     missing = [key for key in SUMMARY_KEYS if key not in summary]

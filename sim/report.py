@@ -22,7 +22,12 @@ from sim.narrative import narrate
 from sim.report_plots import plot_ownership, plot_pings, plot_replicas
 from sim.run_facts import RunFacts, scan_events
 
-__all__ = ["write_report"]
+__all__ = ["ANALYSIS_TABLES", "SUMMARY_KEYS", "write_report"]
+
+SUMMARY_KEYS = ("run_id", "scenario", "kafka_version", "seed", "sim_ms", "events")
+"""What the report reads of every summary.json."""
+ANALYSIS_TABLES = ("produce_outcomes", "events_by_type", "dropped_by_reason")
+"""What the report reads of an analysis.json: objects of counts."""
 
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; color: #222; max-width: 1100px; }

@@ -31,8 +31,10 @@ _ITEMS = {
     for field in EVENT_SCHEMA.fields
     if isinstance(field.dataType, ArrayType)
 }
-REQUIRED = {"ts_ms": int, "run_id": str, "seed": int, "node": str, "actor": str, "event": str}
-"""The fields every event has (docs/log-schema.md), never null."""
+REQUIRED = {
+    name: _PYTHON[type(EVENT_SCHEMA[name].dataType)] for name in ("ts_ms", "run_id", "seed", "node", "actor", "event")
+}
+"""The fields every event has (docs/log-schema.md), never null, with their types."""
 _LONG_RANGE = range(-(1 << 63), 1 << 63)
 
 
