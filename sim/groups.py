@@ -39,7 +39,8 @@ processing the same offset would be `unexplained`: no run should show it.
 
 **Invariants.** `single_owner_per_partition_per_generation`: in one generation of a group, no
 partition is in two members' assignments (a static member that replaced itself hands its
-assignment to its new member id in the same generation: the old id is no longer a member).
+assignment to its new member id in the same generation: the old id is no longer a member; a
+group created again after it went Dead numbers its generations from 1 again).
 `consumer_reads_committed`: no record is processed at or above the highest HW its partition's
 leaders have reported (a read past the HW).
 `monotonic_committed_offset`: a group's committed offset for a partition never moves back,
@@ -307,6 +308,17 @@ class GroupAccounting:
             old.end("log_truncation_or_reset")
             member.holds[tp] = _Hold(e["node"], old.member_id)
 
+    def _group_state(self, e: Mapping[str, Any]) -> None:
+        if e["previous_state"] is None and e["generation_id"] == 0:
+            # A group that comes into being with no generation (a first JoinGroup, or again
+            # after its offsets expired and it went Dead) numbers its generations from 1
+            # again: what the group's earlier life assigned no longer applies.
+            group = e["group_id"]
+            for key in [k for k in self._owners if k[0] == group]:
+                del self._owners[key]
+            for key in [k for k in self._generation_members if k[0] == group]:
+                del self._generation_members[key]
+
     def _generation(self, e: Mapping[str, Any]) -> None:
         if e["members"]:
             self.rebalances += 1
@@ -405,6 +417,7 @@ _HANDLERS: dict[str, Any] = {
     "offset_commit_answered": GroupAccounting._commit_answered,
     "fetch_position_set": GroupAccounting._position_set,
     "generation_started": GroupAccounting._generation,
+    "group_state_changed": GroupAccounting._group_state,
     "replica_offsets_changed": GroupAccounting._offsets,
     "records_processed": GroupAccounting._processed_event,
     "consumer_failed": GroupAccounting._failed,

@@ -688,3 +688,68 @@ def test_a_coordinator_moved_by_a_controlled_shutdown_loses_the_rebalance_under_
     for tp, (ts, offset) in started.items():
         assert offset == _acknowledged(events, before_ms=ts)[tp]
     assert (checks["consumed"], checks["acked"], checks["duplicates"], checks["rebalances"]) == (2500, 2500, 0, 2)
+
+
+EXPIRY = """
+[run]
+name = "expiry"
+seed = 1
+"duration.ms" = 100000
+
+[network]
+"latency.min.ms" = 1
+"latency.max.ms" = 5
+
+[cluster]
+brokers = 1
+
+[broker]
+"offsets.topic.num.partitions" = 1
+"group.initial.rebalance.delay.ms" = 100
+"offsets.retention.minutes" = 1
+"offsets.retention.check.interval.ms" = 5000
+
+[[topics]]
+name = "T"
+partitions = 1
+
+[[producers]]
+topic = "T"
+records = 200
+"interval.ms" = 10
+
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+"auto.offset.reset" = "earliest"
+
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+"auto.offset.reset" = "earliest"
+"start.ms" = 85000
+
+[[faults]]
+kind = "close"
+node = "consumer-1"
+"at.ms" = 10000
+"""
+
+
+def test_a_group_whose_offsets_expired_is_created_again_from_generation_one() -> None:
+    """The group is Empty from the close at 10 s, so its offsets expire a minute later, at the
+    first retention sweep after 70 s (75 s), and the group goes Dead (KIP-211). A member that
+    joins at 85 s creates it again: generation 1 once more, a new owner of T-0 in it (no
+    owner of the dead group's generation 1 stands against it), and no committed offset, so
+    `auto.offset.reset=earliest` reads all 200 records again."""
+    events, checks = run(parse_scenario(EXPIRY, "expiry.toml"))
+    [expired] = where(events, "offsets_expired", group_id="g")
+    assert (expired["ts_ms"], expired["partitions"]) == (75_000, ["T-0"])
+    [dead] = where(events, "group_state_changed", group_id="g", state="Dead")
+    assert (dead["ts_ms"], dead["previous_state"]) == (75_000, "Empty")
+    generations = [(e["generation_id"], e["members"]) for e in where(events, "generation_started", group_id="g")]
+    assert [g for g, members in generations if members] == [1, 1]
+    [again] = where(events, "fetch_position_set", node="consumer-2")
+    assert (again["generation_id"], again["offset"], again["source"]) == (1, 0, "earliest")
+    assert checks["consumed"] == 400
+    assert checks["duplicates"] == 200
