@@ -20,6 +20,7 @@ processing) and the duplicate takes the label that made it one:
 | a poll timeout (dynamic member; LeaveGroup) | `poll_interval_exceeded` |
 | the coordinator removed it for not rejoining within the rebalance timeout (its `max.poll.interval.ms`) | `poll_interval_exceeded` |
 | a poll timeout (static member; no rebalance) | `static_poll_timeout_self_replay` |
+| the coordinator replaced its static member id with another process's (the same `group.instance.id`): it is fenced | `commit_failed_or_fenced` |
 | `unsubscribe()` | `unsubscribe_without_commit` |
 | a revocation or loss after the member's last commit failed while the coordinator moved or was out of reach | `coordinator_failover` |
 | a revocation or loss after the member's last commit failed otherwise (rejected, fenced, refused in the client) | `commit_failed_or_fenced` |
@@ -90,9 +91,16 @@ class _Member:
 
 
 _FAILOVER_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "DISCONNECTED", "TIMEOUT", "COORDINATOR_LOAD_IN_PROGRESS"})
-_REMOVALS = {"session_timeout": "expelled_session_timeout", "not_rejoined": "poll_interval_exceeded"}
+_REMOVALS = {
+    "session_timeout": "expelled_session_timeout",
+    "not_rejoined": "poll_interval_exceeded",
+    "replaced": "commit_failed_or_fenced",
+}
 """Removals by the coordinator that end a member's holds: the rebalance timeout a member did
-not rejoin within is its `max.poll.interval.ms` (only dynamic members are removed so)."""
+not rejoin within is its `max.poll.interval.ms` (only dynamic members are removed so); a
+static member's id replaced by another process with its `group.instance.id` is fenced (its
+commits are answered FENCED_INSTANCE_ID), and a crash or poll timeout that came first keeps
+its own label."""
 _TWO_HOLDERS = "unexplained"
 """Two holds that have not ended processed the same offset: no label of Kafka's explains it."""
 
@@ -228,7 +236,6 @@ class GroupAccounting:
             owners = self._owners.get((e["group_id"], e["generation_id"]), {})
             for tp in [tp for tp, owner in owners.items() if owner == e["member_id"]]:
                 del owners[tp]
-            return
         label = _REMOVALS.get(e["reason"])
         if label is None:
             return

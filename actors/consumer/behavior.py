@@ -328,6 +328,10 @@ class Consumer:
 
     def _poll_loop(self, out: Out) -> None:
         """One pass of `KafkaConsumer.poll`'s loop: the coordinator, positions, records."""
+        if self.m.async_commit_fenced:
+            # `ConsumerCoordinator.poll` drains the commit callbacks first.
+            self._fail(out, "OffsetCommit: FENCED_INSTANCE_ID")
+            return
         self._coordinator_poll(out)
         if self.app is not App.POLLING:
             return  # a call inside it blocks (a synchronous commit) or stopped the consumer
@@ -883,6 +887,16 @@ class Consumer:
         elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION) and m.generation_id == commit.generation_id:
             keep = error is ErrorCode.ILLEGAL_GENERATION and cfg.keep_member_id_on_illegal_generation
             self._reset(out, error.name, keep_member_id=keep)
+        elif error is ErrorCode.FENCED_INSTANCE_ID and m.generation_id == commit.generation_id:
+            # FencedInstanceIdException, fatal. The application's commitSync throws it at
+            # once (from `onPartitionsRevoked`, out of `poll()`); an asynchronous commit's
+            # failure is thrown by the next `poll()`; a synchronous auto-commit (`close()`,
+            # the pre-rebalance commit before 3.2) only logs it.
+            if commit.kind in (CommitKind.SYNC, CommitKind.REVOKE):
+                self._fail(out, "OffsetCommit: FENCED_INSTANCE_ID")
+                return
+            if self.blocked_on != commit_id:
+                m.async_commit_fenced = True
         if commit.kind is CommitKind.AUTO and _retriable(outcome):
             self.next_auto_commit_ms = self.now_ms + cfg.retry_backoff_ms
         if self.blocked_on == commit_id:

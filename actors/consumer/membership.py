@@ -96,6 +96,9 @@ class Membership:
     join_prepare_commit: int | None = None
     revoke_commit: int | None = None
     join_prepare_revoked: bool = False
+    async_commit_fenced: bool = False
+    """An asynchronous commit was answered FENCED_INSTANCE_ID in its own generation
+    (`asyncCommitFenced`): the next drain of commit callbacks, in `poll()`, throws."""
 
     @property
     def generation_valid(self) -> bool:

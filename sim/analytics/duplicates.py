@@ -32,7 +32,7 @@ from sim.analytics.events import NEVER
 __all__ = ["duplicates_by_run", "group_duplicates"]
 
 COORDINATOR_FAILURES = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "DISCONNECTED", "TIMEOUT")
-REMOVALS = {"session_timeout": "expelled_session_timeout", "not_rejoined": "poll_interval_exceeded"}
+REMOVALS = {"session_timeout": "expelled_session_timeout", "not_rejoined": "poll_interval_exceeded", "replaced": "commit_failed_or_fenced"}
 CONSUMER_EVENTS = (
     "consumer_started",
     "partitions_assigned",

@@ -3,7 +3,8 @@
 The runs: the group swarm's first 20 fault plans (tests/properties/group_swarm.py: a consumer
 group under client and broker faults, an idempotent producer) and three runs of the broker
 swarm in an unsafe configuration (acks=1, unclean election, power losses, no idempotence),
-two of which lose acknowledged records. All are analysed by one Spark job.
+two of which lose acknowledged records; a group whose offsets expired and a static member
+fenced by a second process with its instance id. All are analysed by one Spark job.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sim.kernel import HostKind
 from sim.runner import run_scenario
 from sim.scenario import parse_scenario
 from tests.properties import group_swarm, swarm
+from tests.scenarios.test_consumer_groups import EXPIRY, FENCED, SAME_INSTANCE
 
 pytestmark = pytest.mark.spark
 
@@ -86,8 +88,10 @@ def outcomes(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[tuple
     for seed in UNSAFE_SEEDS[:2]:
         out = base / f"retention{seed}"
         runs.append((f"unsafe swarm seed {seed} with retention", out, _unsafe(seed, out, RETENTION)))
-    out = base / "same-epoch-again"
-    runs.append(("same epoch again", out, run_scenario(parse_scenario(SAME_EPOCH_AGAIN, "same epoch"), out, host=HostKind.DIRECT)))
+    fenced = FENCED + "".join(SAME_INSTANCE.format(auto="true", commit="none", start=start) for start in (0, 10_000))
+    for name, text in (("same epoch again", SAME_EPOCH_AGAIN), ("expired offsets", EXPIRY), ("a fenced static member", fenced)):
+        out = base / name.replace(" ", "-")
+        runs.append((name, out, run_scenario(parse_scenario(text, name), out, host=HostKind.DIRECT)))
     analyses = analyze_runs(spark, [d for _, d, _ in runs])
     return [(name, summary, analysis) for (name, _, summary), analysis in zip(runs, analyses, strict=True)]
 

@@ -18,6 +18,7 @@ The rules (Kafka's at-least-once delivery, as the summary's `duplicates_by_cause
   | `node_crashed` of the consumer's node | `crash_before_commit` |
   | `group_member_removed` of its member for `session_timeout` | `expelled_session_timeout` |
   | `group_member_removed` of its member for `not_rejoined` (the rebalance timeout is `max.poll.interval.ms`) | `poll_interval_exceeded` |
+  | `group_member_removed` of its member for `replaced` (another process took its `group.instance.id`) | `commit_failed_or_fenced` |
   | `poll_timeout_expired` on the consumer (static member: no rebalance) | `poll_interval_exceeded` (`static_poll_timeout_self_replay`) |
   | `partitions_revoked` or `partitions_lost` for `unsubscribe` | `unsubscribe_without_commit` |
   | a revocation or loss after the member's last commit failed for its coordinator (moved, unknown or unreachable) | `coordinator_failover` |
@@ -54,10 +55,11 @@ partition moved or is loading, and the client's when its connection failed
 (`ConsumerCoordinator.OffsetCommitResponseHandler`, `markCoordinatorUnknown`)."""
 
 
-REMOVALS = {"session_timeout": "expelled_session_timeout", "not_rejoined": "poll_interval_exceeded"}
+REMOVALS = {"session_timeout": "expelled_session_timeout", "not_rejoined": "poll_interval_exceeded", "replaced": "commit_failed_or_fenced"}
 """A coordinator's removal of a member that still holds partitions: its session expired, or it
 did not rejoin within the rebalance timeout, which is its `max.poll.interval.ms` (a dynamic
-member whose processing outlasted it; static members are not removed so)."""
+member whose processing outlasted it; static members are not removed so), or another process
+took its `group.instance.id` and fenced it (`FENCED_INSTANCE_ID`, KIP-345)."""
 
 
 @dataclass(slots=True)

@@ -753,3 +753,66 @@ def test_a_group_whose_offsets_expired_is_created_again_from_generation_one() ->
     assert (again["generation_id"], again["offset"], again["source"]) == (1, 0, "earliest")
     assert checks["consumed"] == 400
     assert checks["duplicates"] == 200
+
+
+FENCED = """
+[run]
+name = "fenced"
+seed = 1
+"duration.ms" = 20000
+
+[network]
+"latency.min.ms" = 1
+"latency.max.ms" = 5
+
+[cluster]
+brokers = 1
+
+[broker]
+"offsets.topic.num.partitions" = 1
+"group.initial.rebalance.delay.ms" = 100
+
+[[topics]]
+name = "T"
+partitions = 2
+
+[[producers]]
+topic = "T"
+records = 2000
+"interval.ms" = 10
+
+"""
+SAME_INSTANCE = """
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+"group.instance.id" = "s"
+"auto.offset.reset" = "earliest"
+"auto.commit.interval.ms" = 1000
+"enable.auto.commit" = {auto}
+commit = "{commit}"
+"start.ms" = {start}
+"""
+
+
+@pytest.mark.parametrize(("auto", "commit"), [("true", "none"), ("false", "sync"), ("false", "async")])
+def test_a_second_process_with_the_same_instance_id_fences_the_first(auto: str, commit: str) -> None:
+    """consumer-2 joins with consumer-1's `group.instance.id`: the coordinator replaces the old
+    member id (KIP-345) without a rebalance, and consumer-1's next commit is answered
+    FENCED_INSTANCE_ID in its own generation. That is fatal: commitSync throws it at once, an
+    auto-commit's or commitAsync's failure is thrown by the next `poll()`. Whatever consumer-1
+    processed that consumer-2 processes again is labelled as fenced."""
+    text = FENCED + "".join(SAME_INSTANCE.format(auto=auto, commit=commit, start=start) for start in (0, 10_000))
+    events, checks = run(parse_scenario(text, "fenced.toml"))
+    [replaced] = where(events, "group_member_removed", reason="replaced")
+    fenced = where(events, "offset_commit_answered", node="consumer-1", error="FENCED_INSTANCE_ID")
+    assert fenced and fenced[0]["ts_ms"] > replaced["ts_ms"] and fenced[0]["member_id"] == replaced["member_id"]
+    assert fenced[0]["kind"] == {"none": "auto"}.get(commit, commit)
+    [failed] = where(events, "consumer_failed", node="consumer-1")
+    assert failed["error"] == "OffsetCommit: FENCED_INSTANCE_ID"
+    if commit == "sync":
+        assert failed["ts_ms"] == fenced[0]["ts_ms"]
+    assert failed["ts_ms"] >= fenced[0]["ts_ms"]
+    assert not [e for e in where(events, "records_processed", node="consumer-1") if e["ts_ms"] > failed["ts_ms"]]
+    assert checks["duplicates"] > 0
+    assert checks["duplicates_by_cause"] == {"commit_failed_or_fenced": checks["duplicates"]}
