@@ -89,7 +89,7 @@ class Cluster:
         )
         self.invariants = Invariants()
         self.kernel.observe(self.invariants)
-        self.groups = GroupAccounting()
+        self.groups = GroupAccounting(scenario.profile.version)
         self.kernel.observe(self.groups)
         self.kernel.fail_on_violation = scenario.get("run", "invariants") == "fail"
         specs = _node_specs(scenario, znodes)

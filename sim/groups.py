@@ -22,6 +22,7 @@ processing) and the duplicate takes the label that made it one:
 | a poll timeout (static member; no rebalance) | `static_poll_timeout_self_replay` |
 | the coordinator replaced its static member id with another process's (the same `group.instance.id`): it is fenced | `commit_failed_or_fenced` |
 | `unsubscribe()` | `unsubscribe_without_commit` |
+| an eager revocation with auto-commit in 3.2.0 (the pre-rebalance commit not awaited, KAFKA-14024) or 3.2.1 and 3.2.2 (awaited while polls return the partitions' records, KAFKA-14196) | `kafka_14024`, `kafka_14196` |
 | a revocation or loss after the member's last commit failed while the coordinator moved or was out of reach | `coordinator_failover` |
 | a revocation or loss after the member's last commit failed otherwise (rejected, fenced, refused in the client) | `commit_failed_or_fenced` |
 | a cooperative revocation with auto-commit, no commit in `onPartitionsRevoked` | `cooperative_revocation_gap` |
@@ -57,7 +58,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from actors.consumer.config import JoinPrepareCommit
 from sim.invariants import Violation
+from sim.profiles import NEWEST, Version
 
 __all__ = ["GroupAccounting"]
 
@@ -101,12 +104,19 @@ not rejoin within is its `max.poll.interval.ms` (only dynamic members are remove
 static member's id replaced by another process with its `group.instance.id` is fenced (its
 commits are answered FENCED_INSTANCE_ID), and a crash or poll timeout that came first keeps
 its own label."""
+_JOIN_PREPARE_BUGS = {JoinPrepareCommit.ASYNC_NOT_AWAITED: "kafka_14024", JoinPrepareCommit.ASYNC_AWAITED: "kafka_14196"}
+"""The version bugs of the pre-rebalance auto-commit: 3.2.0 sends it and does not wait for it
+(a failure is never retried), and 3.2.1 and 3.2.2 wait for it while polls go on returning
+records of the partitions about to be revoked."""
 _TWO_HOLDERS = "unexplained"
 """Two holds that have not ended processed the same offset: no label of Kafka's explains it."""
 
 
 class GroupAccounting:
-    def __init__(self) -> None:
+    def __init__(self, version: Version = NEWEST) -> None:
+        self._join_prepare_bug = _JOIN_PREPARE_BUGS.get(JoinPrepareCommit.for_version(version))
+        """The label of an eager revocation with auto-commit in this Kafka version, if its
+        pre-rebalance commit has a bug."""
         self.consumed = 0
         self.duplicates = 0
         self.by_cause: dict[str, int] = {}
@@ -202,6 +212,8 @@ class GroupAccounting:
     def _label_for_release(self, member: _Member, event: str, reason: str) -> str:
         if reason == "unsubscribe":
             return "unsubscribe_without_commit"
+        if self._join_prepare_bug and event == "partitions_revoked" and reason == "rebalance" and member.auto_commit:
+            return self._join_prepare_bug
         if member.last_commit_error in _FAILOVER_ERRORS:
             return "coordinator_failover"
         if member.last_commit_error != "NONE":

@@ -62,7 +62,7 @@ def _consumer_events(events: DataFrame) -> DataFrame:
     first start are dropped, as the simulator ignores them."""
     own = events.where(F.col("event").isin(*CONSUMER_EVENTS)).select(*CONSUMER_COLUMNS)
     crashes = events.where(F.col("event") == "node_crashed").withColumn("node", F.col("target")).select(*CONSUMER_COLUMNS)
-    rows = own.unionByName(crashes)
+    rows = own.unionByName(crashes).join(F.broadcast(_join_prepare_bugs(events)), "run", "left")
     # One window over each node's events: an incarnation's settings are those of the last
     # start so far, and its last commit's outcome is forgotten at a start. Rows before a
     # node's first start (every row of a node that is not a consumer) have no settings.
@@ -83,11 +83,26 @@ def _consumer_events(events: DataFrame) -> DataFrame:
     )
 
 
+def _join_prepare_bugs(events: DataFrame) -> DataFrame:
+    """Each run's bug of the pre-rebalance auto-commit, by its Kafka version (`run_started`):
+    3.2.0 does not wait for the commit (KAFKA-14024); 3.2.1 and 3.2.2 wait while polls go on
+    returning records of the partitions about to be revoked (KAFKA-14196); null otherwise."""
+    version = r"^(\d+)\.(\d+)(?:\.(\d+))?$"  # '3.2' is 3.2.0
+    major, minor, patch = (
+        F.coalesce(F.nullif(F.regexp_extract("kafka_version", version, i), F.lit("")), F.lit("0")).cast("int") for i in (1, 2, 3)
+    )
+    in_3_2 = (major == 3) & (minor == 2)
+    bug = F.when(in_3_2 & (patch == 0), "kafka_14024").when(in_3_2 & patch.isin(1, 2), "kafka_14196")
+    return events.where(F.col("event") == "run_started").select("run", bug.alias("bug"))
+
+
 def _release_label() -> Column:
     """A revocation's or loss's label: the first row of the table that holds."""
     revoked_plain = (F.col("event") == "partitions_revoked") & ~F.col("listener")
+    eager_auto_commit = (F.col("event") == "partitions_revoked") & (F.col("reason") == "rebalance") & F.col("auto_commit")
     return (
         F.when(F.col("reason") == "unsubscribe", "unsubscribe_without_commit")
+        .when(eager_auto_commit & F.col("bug").isNotNull(), F.col("bug"))
         .when(F.col("commit_error").isin(*COORDINATOR_FAILURES), "coordinator_failover")
         .when(F.col("commit_error") != "NONE", "commit_failed_or_fenced")
         .when(revoked_plain & F.col("auto_commit") & (F.col("reason") == "cooperative"), "cooperative_revocation_gap")

@@ -3,8 +3,9 @@
 The runs: the group swarm's first 20 fault plans (tests/properties/group_swarm.py: a consumer
 group under client and broker faults, an idempotent producer) and three runs of the broker
 swarm in an unsafe configuration (acks=1, unclean election, power losses, no idempotence),
-two of which lose acknowledged records; a group whose offsets expired and a static member
-fenced by a second process with its instance id. All are analysed by one Spark job.
+two of which lose acknowledged records; a group whose offsets expired, a static member fenced
+by a second process with its instance id, and 3.2.1's pre-rebalance commit (KAFKA-14196). All
+are analysed by one Spark job.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sim.kernel import HostKind
 from sim.runner import run_scenario
 from sim.scenario import parse_scenario
 from tests.properties import group_swarm, swarm
-from tests.scenarios.test_consumer_groups import EXPIRY, FENCED, SAME_INSTANCE
+from tests.scenarios.test_consumer_groups import EXPIRY, FENCED, JOINER, SAME_INSTANCE
 
 pytestmark = pytest.mark.spark
 
@@ -89,8 +90,14 @@ def outcomes(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[tuple
         out = base / f"retention{seed}"
         runs.append((f"unsafe swarm seed {seed} with retention", out, _unsafe(seed, out, RETENTION)))
     fenced = FENCED + "".join(SAME_INSTANCE.format(auto="true", commit="none", start=start) for start in (0, 10_000))
-    for name, text in (("same epoch again", SAME_EPOCH_AGAIN), ("expired offsets", EXPIRY), ("a fenced static member", fenced)):
-        out = base / name.replace(" ", "-")
+    stories = (
+        ("same epoch again", SAME_EPOCH_AGAIN),
+        ("expired offsets", EXPIRY),
+        ("a fenced static member", fenced),
+        ("3.2.1's awaited pre-rebalance commit", JOINER.format(version="3.2.1")),
+    )
+    for name, text in stories:
+        out = base / name.replace(" ", "-").replace("'", "")
         runs.append((name, out, run_scenario(parse_scenario(text, name), out, host=HostKind.DIRECT)))
     analyses = analyze_runs(spark, [d for _, d, _ in runs])
     return [(name, summary, analysis) for (name, _, summary), analysis in zip(runs, analyses, strict=True)]

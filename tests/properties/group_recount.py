@@ -21,6 +21,7 @@ The rules (Kafka's at-least-once delivery, as the summary's `duplicates_by_cause
   | `group_member_removed` of its member for `replaced` (another process took its `group.instance.id`) | `commit_failed_or_fenced` |
   | `poll_timeout_expired` on the consumer (static member: no rebalance) | `poll_interval_exceeded` (`static_poll_timeout_self_replay`) |
   | `partitions_revoked` or `partitions_lost` for `unsubscribe` | `unsubscribe_without_commit` |
+  | `partitions_revoked` for an eager `rebalance` with auto-commit, in 3.2.0 or 3.2.1 to 3.2.2 | `kafka_14024`, `kafka_14196` |
   | a revocation or loss after the member's last commit failed for its coordinator (moved, unknown or unreachable) | `coordinator_failover` |
   | a revocation or loss after the member's last commit failed otherwise (rejected, fenced, refused in the client) | `commit_failed_or_fenced` |
   | a cooperative revocation with auto-commit and no commit in `onPartitionsRevoked` (KIP-429: auto-commit does not commit before it) | `cooperative_revocation_gap` |
@@ -60,6 +61,12 @@ REMOVALS = {"session_timeout": "expelled_session_timeout", "not_rejoined": "poll
 did not rejoin within the rebalance timeout, which is its `max.poll.interval.ms` (a dynamic
 member whose processing outlasted it; static members are not removed so), or another process
 took its `group.instance.id` and fenced it (`FENCED_INSTANCE_ID`, KIP-345)."""
+
+JOIN_PREPARE_BUGS = {(3, 2, 0): "kafka_14024", (3, 2, 1): "kafka_14196", (3, 2, 2): "kafka_14196"}
+"""Releases whose eager pre-rebalance auto-commit has a bug (KAFKA-13310 made it asynchronous
+and not awaited in 3.2.0, KAFKA-14024; 3.2.1 awaits it while polls return records of the
+partitions about to be revoked, KAFKA-14196, fixed in 3.2.3). The first row of the table
+after `unsubscribe()` when the revocation is such a rebalance's with auto-commit."""
 
 
 @dataclass(slots=True)
@@ -104,8 +111,13 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
     """(group, partition, offset) -> the leader epoch its record was written in, and the hold
     that processed it last."""
     result = Recount()
+    bug: str | None = None
+    """The run's version bug of the eager pre-rebalance auto-commit, from `run_started`."""
     for e in events:
         name = e["event"]
+        if name == "run_started":
+            bug = JOIN_PREPARE_BUGS.get(_release(e["kafka_version"]))
+            continue
         if name == "consumer_started":
             consumers[e["node"]] = Consumer(e["group_id"], e["enable_auto_commit"], e["commit"] == "on_revoke")
             continue
@@ -136,7 +148,7 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
             for tp in e["partitions"]:
                 consumer.holds[tp] = Hold(e["node"], e["member_id"])
         elif name in ("partitions_revoked", "partitions_lost"):
-            label = _release_label(consumer, name, e["reason"])
+            label = _release_label(consumer, name, e["reason"], bug)
             for tp in e["partitions"]:
                 hold = consumer.holds.pop(tp, None)
                 if hold is not None:
@@ -174,11 +186,19 @@ def _end_all(holds: Iterable[Hold], label: str) -> None:
             hold.label = label
 
 
-def _release_label(consumer: Consumer, event: str, reason: str) -> str:
+def _release(version: str) -> tuple[int, ...]:
+    """'3.2' -> (3, 2, 0)."""
+    numbers = [int(n) for n in version.split(".")]
+    return tuple(numbers + [0] * (3 - len(numbers)))
+
+
+def _release_label(consumer: Consumer, event: str, reason: str, bug: str | None) -> str:
     """The label of a revocation or loss, by the first row of the table that holds."""
     error = consumer.last_commit_error
     if reason == "unsubscribe":
         return "unsubscribe_without_commit"
+    if bug is not None and event == "partitions_revoked" and reason == "rebalance" and consumer.auto_commit:
+        return bug
     if error in COORDINATOR_FAILURES:
         return "coordinator_failover"
     if error != "NONE":

@@ -816,3 +816,78 @@ def test_a_second_process_with_the_same_instance_id_fences_the_first(auto: str, 
     assert not [e for e in where(events, "records_processed", node="consumer-1") if e["ts_ms"] > failed["ts_ms"]]
     assert checks["duplicates"] > 0
     assert checks["duplicates_by_cause"] == {"commit_failed_or_fenced": checks["duplicates"]}
+
+
+JOINER = """
+[run]
+name = "joiner"
+seed = 1
+"duration.ms" = 40000
+
+[kafka]
+version = "{version}"
+
+[network]
+"latency.min.ms" = 20
+"latency.max.ms" = 60
+
+[cluster]
+brokers = 1
+
+[broker]
+"offsets.topic.num.partitions" = 1
+"group.initial.rebalance.delay.ms" = 100
+
+[[topics]]
+name = "T"
+partitions = 4
+
+[[producers]]
+topic = "T"
+records = 20000
+"interval.ms" = 10
+"records.per.interval" = 8
+partitioner = "round_robin"
+
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+count = 2
+"auto.offset.reset" = "earliest"
+"max.poll.records" = 20
+"process.record.ms" = 1
+
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+"auto.offset.reset" = "earliest"
+"start.ms" = 20000
+"""
+
+
+@pytest.mark.parametrize(("version", "bug"), [("3.1", None), ("3.2.1", "kafka_14196"), ("3.2.2", "kafka_14196"), ("3.2.3", None)])
+def test_records_returned_while_the_pre_rebalance_commit_is_awaited(version: str, bug: str | None) -> None:
+    """A third member joins a busy eager group with auto-commit, so both members revoke
+    everything. Up to 3.1 the pre-rebalance commit blocks the poll; from 3.2.3 the partitions
+    are pending revocation while it is awaited: nothing is duplicated. In 3.2.1 and 3.2.2 the
+    polls go on returning their records while it is awaited (KAFKA-14196): the next owners
+    process again exactly the records returned after the commit's snapshot, labelled with the
+    bug."""
+    events, checks = run(parse_scenario(JOINER.format(version=version), "joiner.toml"))
+    after_snapshot = 0
+    for at, commit in enumerate(events):
+        if commit["event"] != "offset_commit_sent" or commit["kind"] != "join_prepare":
+            continue
+        node = commit["node"]
+        until, revoked = next((i, e) for i, e in enumerate(events) if i > at and e["event"] == "partitions_revoked" and e["node"] == node)
+        assert revoked["reason"] == "rebalance"
+        after_snapshot += sum(
+            e["end_offset"] - e["first_offset"]
+            for e in events[at:until]
+            if e["event"] == "records_processed" and e["node"] == node and f"{e['topic']}-{e['partition']}" in revoked["partitions"]
+        )
+    if bug is None:
+        assert (checks["duplicates"], after_snapshot) == (0, 0)
+    else:
+        assert checks["duplicates"] == after_snapshot > 0
+        assert checks["duplicates_by_cause"] == {bug: after_snapshot}

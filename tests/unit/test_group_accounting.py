@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from sim.groups import GroupAccounting
+from sim.profiles import parse_version
 from tests.properties.group_recount import recount
 
 G = "g"
@@ -19,8 +20,9 @@ G = "g"
 class Story:
     """Events in log order, with the fields docs/log-schema.md gives them."""
 
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
+    def __init__(self, version: str = "3.9") -> None:
+        self.version = version
+        self.events: list[dict[str, Any]] = [{"ts_ms": 0, "node": "sim", "event": "run_started", "kafka_version": version}]
         self.now = 0
 
     def at(self, ts_ms: int) -> Story:
@@ -88,7 +90,7 @@ class Story:
 
 def counted(story: Story) -> Iterator[tuple[str, int, dict[str, int]]]:
     """(who counted, duplicates, by cause) from the accounting and from the recount."""
-    accounting = GroupAccounting()
+    accounting = GroupAccounting(parse_version(story.version))
     for event in story.events:
         accounting(event)
     summary = accounting.summary()
@@ -97,10 +99,10 @@ def counted(story: Story) -> Iterator[tuple[str, int, dict[str, int]]]:
     yield "recount", again.duplicates, dict(sorted(again.by_cause.items()))
 
 
-def two_members() -> Story:
+def two_members(version: str = "3.9", *, auto_commit: bool = True) -> Story:
     """c1 (member m1) owns T-0 and processes [0, 50); c2 (m2) joins idle."""
     return (
-        Story().started("c1").started("c2").high_watermark("T-0", 1000)
+        Story(version).started("c1", auto_commit=auto_commit).started("c2", auto_commit=auto_commit).high_watermark("T-0", 1000)
         .at(100).assigned("c1", "m1", 1, "T-0").assigned("c2", "m2", 1)
         .at(200).processed("c1", "m1", "T-0", 0, 50)
     )
@@ -167,6 +169,31 @@ STORIES = {
         .at(400).generation("m3").assigned("c3", "m3", 1, "T-0")
         .processed("c3", "m3", "T-0", 0, 30).at(500).processed("c1", "m1", "T-0", 50, 60),
         30, {"coordinator_failover": 30},
+    ),
+    "3.2.0: an eager revocation with auto-commit is the version bug, even after a failed commit": (
+        two_members("3.2.0").commit_answered("c1", "m1", "REBALANCE_IN_PROGRESS").at(300).revoked("c1", "m1", "rebalance", "T-0")
+        .at(400).assigned("c2", "m2", 2, "T-0").processed("c2", "m2", "T-0", 30, 60),
+        20, {"kafka_14024": 20},
+    ),
+    "3.2.1 and 3.2.2: records returned while the pre-rebalance commit is awaited": (
+        two_members("3.2.2").at(300).revoked("c1", "m1", "rebalance", "T-0")
+        .at(400).assigned("c2", "m2", 2, "T-0").processed("c2", "m2", "T-0", 40, 60),
+        10, {"kafka_14196": 10},
+    ),
+    "3.2.3: the bug is fixed, and a failed commit labels the revocation": (
+        two_members("3.2.3").commit_answered("c1", "m1", "REBALANCE_IN_PROGRESS").at(300).revoked("c1", "m1", "rebalance", "T-0")
+        .at(400).assigned("c2", "m2", 2, "T-0").processed("c2", "m2", "T-0", 30, 60),
+        20, {"commit_failed_or_fenced": 20},
+    ),
+    "3.2.1: the bug is the auto-commit's; manual commits revoke without commit": (
+        two_members("3.2.1", auto_commit=False).at(300).revoked("c1", "m1", "rebalance", "T-0")
+        .at(400).assigned("c2", "m2", 2, "T-0").processed("c2", "m2", "T-0", 40, 60),
+        10, {"revoked_without_commit": 10},
+    ),
+    "3.2.1: a close is no rebalance": (
+        two_members("3.2.1").at(300).revoked("c1", "m1", "close", "T-0")
+        .at(400).assigned("c2", "m2", 2, "T-0").processed("c2", "m2", "T-0", 40, 60),
+        10, {"commit_failed_or_fenced": 10},
     ),
     "a reset of the position re-reads under a new hold": (
         two_members().at(300).reset("c1", "m1", "T-0", 0).processed("c1", "m1", "T-0", 0, 60),
