@@ -31,6 +31,10 @@ processing) and the duplicate takes the label that made it one:
 | a new generation without it, no removal logged (its coordinator moved and loaded the group without it) | `coordinator_failover` |
 | a reset of its position: the same consumer reads the offsets again under a new hold | `log_truncation_or_reset` |
 
+A hold that began at a reset to `s` below the group's committed offset `c` after that offset
+expired (and before the group committed again) reads `[s, c)` again because of the expiry:
+its duplicates there are `offsets_expired_reset`, whatever ended the earlier hold.
+
 Each duplicate is also kept in a *span*: one consumer's re-processing of a run of offsets of
 one partition under one label, from the time of its first such processing to its last
 (`duplicate_spans` in summary.json, which the report marks on the ownership timeline).
@@ -75,6 +79,9 @@ class _Hold:
     member_id: str
     ended: str | None = None
     """The label of the first event that ended it; None while it lasts."""
+    rewound: tuple[int, int] | None = None
+    """[s, c): it began at a reset to `s` below the group's committed offset `c`, which had
+    expired; what it reads again there was re-read because of the expiry."""
 
     def end(self, label: str) -> None:
         if self.ended is None:
@@ -131,6 +138,8 @@ class GroupAccounting:
         self._owners: dict[tuple[str, int], dict[str, str]] = {}
         self._max_hw: dict[str, int] = {}
         self._committed: dict[tuple[str, str], int] = {}
+        self._expired: dict[tuple[str, str], int] = {}
+        """The committed offset the retention sweep removed, until the group commits again."""
         self._reset: set[tuple[str, str]] = set()
         self._generation_members: dict[tuple[str, int], set[str]] = {}
         self._spans: list[dict[str, Any]] = []
@@ -309,11 +318,14 @@ class GroupAccounting:
                 )
             self._committed[key] = offset
             self._reset.discard(key)
+            self._expired.pop(key, None)
         return found
 
     def _offsets_expired(self, e: Mapping[str, Any]) -> None:
         for tp in e["partitions"]:
-            self._committed.pop((e["group_id"], tp), None)
+            committed = self._committed.pop((e["group_id"], tp), None)
+            if committed is not None:
+                self._expired[(e["group_id"], tp)] = committed
 
     def _position_set(self, e: Mapping[str, Any]) -> None:
         if e["source"] == "committed":
@@ -325,7 +337,10 @@ class GroupAccounting:
             # A reset re-reads under a new hold, so earlier reads by this one count as replaced.
             old = member.holds[tp]
             old.end("log_truncation_or_reset")
-            member.holds[tp] = _Hold(e["node"], old.member_id)
+            hold = member.holds[tp] = _Hold(e["node"], old.member_id)
+            expired = self._expired.get((e["group_id"], tp))
+            if expired is not None and e["offset"] < expired:
+                hold.rewound = (e["offset"], expired)
 
     def _group_state(self, e: Mapping[str, Any]) -> None:
         if e["previous_state"] is None and e["generation_id"] == 0:
@@ -386,11 +401,22 @@ class GroupAccounting:
                 # The earlier reader's hold ended and its records came back; or it still holds
                 # the partition, and the one processing now is the zombie.
                 label = earlier.ended or hold.ended or _TWO_HOLDERS
-                self.duplicates += overlap
-                self.by_cause[label] = self.by_cause.get(label, 0) + overlap
-                self._span(e, member.group, tp, max(s, start), min(t, end), label)
+                for lo, hi, why in _rewound(max(s, start), min(t, end), hold.rewound, label):
+                    self.duplicates += hi - lo
+                    self.by_cause[why] = self.by_cause.get(why, 0) + hi - lo
+                    self._span(e, member.group, tp, lo, hi, why)
         self._processed[(member.group, tp)] = _replace(ranges, (start, end, epoch, hold))
         return found
+
+
+def _rewound(lo: int, hi: int, rewound: tuple[int, int] | None, label: str) -> list[tuple[int, int, str]]:
+    """[lo, hi) in pieces with their label: `offsets_expired_reset` inside the expired offset's
+    [s, c), `label` elsewhere."""
+    if rewound is None or rewound[1] <= lo or rewound[0] >= hi:
+        return [(lo, hi, label)]
+    inside = (max(lo, rewound[0]), min(hi, rewound[1]))
+    pieces = [(lo, inside[0], label), (*inside, "offsets_expired_reset"), (inside[1], hi, label)]
+    return [piece for piece in pieces if piece[1] > piece[0]]
 
 
 _Range = tuple[int, int, int, _Hold]

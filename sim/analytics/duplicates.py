@@ -46,7 +46,7 @@ CONSUMER_EVENTS = (
 falls in."""
 CONSUMER_COLUMNS = (
     "run", "ln", "event", "node", "group_id", "member_id", "enable_auto_commit", "commit", "error", "reason",
-    "partitions", "topic", "partition", "source", "static",
+    "partitions", "topic", "partition", "source", "static", "offset",
 )
 """What the rules read of those events: selected before anything else, so that a scan reads
 these columns only and nothing wider is sorted or kept."""
@@ -265,6 +265,41 @@ def _hold_labels(t: DataFrame, events: DataFrame, consumers: DataFrame) -> DataF
     return first.select(*key, F.col("first.at").alias("label_at"), F.col("first.label").alias("label"))
 
 
+def _rewound(events: DataFrame, consumers: DataFrame) -> DataFrame:
+    """Holds that began at a reset to `s` below the group's committed offset `c` after the
+    retention sweep removed it, and before the group committed again: (run, group, node, tp,
+    hold: the reset's line, lo: s, hi: c)."""
+    names = F.explode(F.from_json("partitions", ArrayType(StringType()))).alias("tp")
+    expiries = events.where(F.col("event") == "offsets_expired").select("run", "ln", "group_id", names)
+    triple = F.explode(F.from_json("offsets", ArrayType(ArrayType(StringType())))).alias("o")
+    commits = (
+        events.where((F.col("event") == "offset_commit_completed") & (F.col("error") == "NONE"))
+        .select("run", "ln", "group_id", triple)
+        .select("run", "ln", "group_id", F.concat_ws("-", F.col("o")[0], F.col("o")[1]).alias("tp"), F.col("o")[2].cast("long").alias("c"))
+    )
+    key = ["run", "group_id", "tp"]
+    e, c = expiries.alias("e"), F.broadcast(commits).alias("c")
+    removed = (
+        e.join(c, [F.col(f"e.{k}") == F.col(f"c.{k}") for k in key] + [F.col("c.ln") < F.col("e.ln")])
+        .groupBy(*[F.col(f"e.{k}") for k in key], "e.ln")
+        .agg(F.max_by("c.c", "c.ln").alias("c"))
+    )
+    # A commit after the expiry gives the group a committed offset again (c null).
+    marks = removed.unionByName(commits.select(*key, "ln", F.lit(None).cast("long").alias("c")))
+    resets = consumers.where((F.col("event") == "fetch_position_set") & (F.col("source") != "committed")).select(
+        "run", "node", "ln", "group_id", _tp(), "offset"
+    )
+    r, m = resets.alias("r"), F.broadcast(marks).alias("m")
+    last = (
+        r.join(m, [F.col(f"r.{k}") == F.col(f"m.{k}") for k in key] + [F.col("m.ln") < F.col("r.ln")])
+        .groupBy("r.run", "r.node", "r.ln", "r.group_id", "r.tp", "r.offset")
+        .agg(F.max(F.struct(F.col("m.ln"), F.col("m.c"))).alias("mark"))
+    )
+    return last.where(F.col("mark.c") > F.col("offset")).select(
+        "run", F.col("group_id").alias("group"), "node", "tp", F.col("ln").alias("hold"), F.col("offset").alias("lo"), F.col("mark.c").alias("hi")
+    )
+
+
 def group_duplicates(events: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(consumed per run, duplicates per run and cause) from events with columns `run` and `ln`."""
     # Checkpoints cut the plan: each stage is read by several later ones, and without them the
@@ -297,7 +332,14 @@ def group_duplicates(events: DataFrame) -> tuple[DataFrame, DataFrame]:
         .localCheckpoint()
     )
     # Every boundary of the partition's ranges, numbered: a range covers pieces [i(lo), i(hi)).
-    bounds = ranges.select(*part, F.col("lo").alias("at")).unionByName(ranges.select(*part, F.col("hi").alias("at"))).distinct()
+    rewound = _rewound(events, consumers).localCheckpoint()
+    # The pieces are also cut where an expired offset's replay ends.
+    bounds = (
+        ranges.select(*part, F.col("lo").alias("at"))
+        .unionByName(ranges.select(*part, F.col("hi").alias("at")))
+        .unionByName(rewound.select(*part, F.col("hi").alias("at")))
+        .distinct()
+    )
     order = Window.partitionBy(*part).orderBy("at")
     bounds = bounds.withColumn("i", F.row_number().over(order)).withColumn("next", F.lead("at").over(order)).localCheckpoint()
     lo = bounds.select(*part, F.col("at").alias("lo"), F.col("i").alias("i_lo"))
@@ -320,14 +362,17 @@ def group_duplicates(events: DataFrame) -> tuple[DataFrame, DataFrame]:
         F.col("label_at").alias("before_at"), F.col("label").alias("before_label"),
     )
     now = labels.select("run", "node", "tp", "hold", F.col("label_at").alias("now_at"), F.col("label").alias("now_label"))
+    replayed = F.col("rw.lo").isNotNull() & (F.col("at") >= F.col("rw.lo")) & (F.col("next") <= F.col("rw.hi"))
     cause = (
-        F.when(F.col("before_at") < F.col("ln"), F.col("before_label"))
+        F.when(replayed, "offsets_expired_reset")
+        .when(F.col("before_at") < F.col("ln"), F.col("before_label"))
         .when(F.col("now_at") < F.col("ln"), F.col("now_label"))
         .otherwise("unexplained")
     )
     duplicates = (
         again.join(F.broadcast(before), ["run", "prev_node", "tp", "prev_hold"], "left")
         .join(F.broadcast(now), ["run", "node", "tp", "hold"], "left")
+        .join(F.broadcast(rewound.drop("group")).alias("rw"), ["run", "node", "tp", "hold"], "left")
         .groupBy("run", cause.alias("cause"))
         .agg(F.sum(F.col("next") - F.col("at")).alias("duplicates"))
     )

@@ -6,7 +6,8 @@ not match stops the job instead of becoming a silent null. Two fields have one t
 and differ between events, so they are read as their JSON text and parsed where a job needs
 them: `partitions` (a list of partition names in the consumers' events, a count in
 `controller_request_sent`) and `records` (a list of record numbers in the producer's events, a
-count in `records_processed`).
+count in `records_processed`); so is `offsets`, whose `[topic, partition, offset]` triples mix
+strings and numbers.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ _LONG = (
     "end_offset",
     "broker_id",
     "log_start_offset",
+    "offset",
 )
 _STRING = (
     "run_id",
@@ -77,6 +79,7 @@ _STRING = (
     "records",
     "source",
     "commit",
+    "offsets",
 )
 
 EVENT_SCHEMA = StructType(

@@ -22,7 +22,7 @@ from sim.kernel import HostKind
 from sim.runner import run_scenario
 from sim.scenario import parse_scenario
 from tests.properties import group_swarm, swarm
-from tests.scenarios.test_consumer_groups import EXPIRY, FENCED, JOINER, SAME_INSTANCE
+from tests.scenarios.test_consumer_groups import EXPIRED_CRASH, EXPIRY, FENCED, JOINER, SAME_INSTANCE
 
 pytestmark = pytest.mark.spark
 
@@ -92,7 +92,7 @@ def outcomes(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[tuple
     fenced = FENCED + "".join(SAME_INSTANCE.format(auto="true", commit="none", start=start) for start in (0, 10_000))
     stories = (
         ("same epoch again", SAME_EPOCH_AGAIN),
-        ("expired offsets", EXPIRY),
+        ("expired offsets", EXPIRY.format(**EXPIRED_CRASH)),
         ("a fenced static member", fenced),
         ("3.2.1's awaited pre-rebalance commit", JOINER.format(version="3.2.1")),
     )

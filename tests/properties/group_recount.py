@@ -30,6 +30,10 @@ The rules (Kafka's at-least-once delivery, as the summary's `duplicates_by_cause
   | `generation_started` without its member, no removal logged (a new coordinator loaded the group without it) | `coordinator_failover` |
   | a position reset (`fetch_position_set` not from a committed offset) | `log_truncation_or_reset` |
 
+  A hold that begins at a reset to `s` below the group's committed offset `c` for the
+  partition, after `offsets_expired` removed `c` and before the group committed again, reads
+  `[s, c)` again because of the expiry: `offsets_expired_reset`, whatever ended the hold before.
+
   Where several rows hold at once, the first wins.
 - A duplicate takes the label of the hold that processed the record before, once that hold has
   ended. If it has not (two holds process the partition at once), the one processing now is a
@@ -74,6 +78,8 @@ class Hold:
     node: str
     member_id: str
     label: str | None = None
+    replays: range = range(0)
+    """Offsets it reads again because its reset went below a committed offset that expired."""
 
 
 @dataclass(slots=True)
@@ -113,10 +119,24 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
     result = Recount()
     bug: str | None = None
     """The run's version bug of the eager pre-rebalance auto-commit, from `run_started`."""
+    committed: dict[tuple[str, str], int] = {}
+    expired: dict[tuple[str, str], int] = {}
+    """(group, partition) -> the committed offset the retention sweep removed, until the group
+    commits that partition again."""
     for e in events:
         name = e["event"]
         if name == "run_started":
             bug = JOIN_PREPARE_BUGS.get(_release(e["kafka_version"]))
+            continue
+        if name == "offset_commit_completed" and e["error"] == "NONE":
+            for topic, partition, offset in e["offsets"]:
+                committed[(e["group_id"], f"{topic}-{partition}")] = offset
+                expired.pop((e["group_id"], f"{topic}-{partition}"), None)
+            continue
+        if name == "offsets_expired":
+            for tp in e["partitions"]:
+                if (e["group_id"], tp) in committed:
+                    expired[(e["group_id"], tp)] = committed.pop((e["group_id"], tp))
             continue
         if name == "consumer_started":
             consumers[e["node"]] = Consumer(e["group_id"], e["enable_auto_commit"], e["commit"] == "on_revoke")
@@ -163,7 +183,7 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
             hold = consumer.holds.get(tp)
             if hold is not None:
                 _end_all((hold,), "log_truncation_or_reset")
-                consumer.holds[tp] = Hold(e["node"], hold.member_id)
+                consumer.holds[tp] = Hold(e["node"], hold.member_id, replays=range(e["offset"], expired.get((e["group_id"], tp), 0)))
         elif name == "records_processed":
             tp = f"{e['topic']}-{e['partition']}"
             hold = consumer.holds.get(tp)
@@ -174,7 +194,7 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
                 key = (e["group_id"], tp, offset)
                 epoch, earlier = last.get(key, (None, None))
                 if earlier is not None and epoch == record:
-                    result.count(earlier.label or hold.label or "unexplained")
+                    result.count("offsets_expired_reset" if offset in hold.replays else earlier.label or hold.label or "unexplained")
                 last[key] = (record, hold)
             result.consumed += e["end_offset"] - e["first_offset"]
     return result

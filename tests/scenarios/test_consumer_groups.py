@@ -715,13 +715,14 @@ partitions = 1
 
 [[producers]]
 topic = "T"
-records = 200
+records = {records}
 "interval.ms" = 10
 
 [[consumers]]
 "group.id" = "g"
 topics = ["T"]
 "auto.offset.reset" = "earliest"
+"session.timeout.ms" = 6000
 
 [[consumers]]
 "group.id" = "g"
@@ -730,19 +731,26 @@ topics = ["T"]
 "start.ms" = 85000
 
 [[faults]]
-kind = "close"
+kind = "{fault}"
 node = "consumer-1"
-"at.ms" = 10000
+"at.ms" = {at}
 """
+EXPIRED_CLOSE = {"records": 200, "fault": "close", "at": 10_000}
+"""consumer-1 processes all 200 records, commits them and closes at 10 s."""
+EXPIRED_CRASH = {"records": 1000, "fault": "crash", "at": 8000}
+"""consumer-1 crashes at 8 s with records processed past its last auto-commit."""
 
 
-def test_a_group_whose_offsets_expired_is_created_again_from_generation_one() -> None:
-    """The group is Empty from the close at 10 s, so its offsets expire a minute later, at the
-    first retention sweep after 70 s (75 s), and the group goes Dead (KIP-211). A member that
-    joins at 85 s creates it again: generation 1 once more, a new owner of T-0 in it (no
-    owner of the dead group's generation 1 stands against it), and no committed offset, so
-    `auto.offset.reset=earliest` reads all 200 records again."""
-    events, checks = run(parse_scenario(EXPIRY, "expiry.toml"))
+@pytest.mark.parametrize("story", [EXPIRED_CLOSE, EXPIRED_CRASH], ids=["close", "crash"])
+def test_a_group_whose_offsets_expired_is_created_again_and_replays_from_the_log_start(story: dict[str, Any]) -> None:
+    """The group is Empty from the close, or from the crashed member's session expiry, so its
+    offsets expire a minute later, at the first retention sweep after (75 s), and the group
+    goes Dead (KIP-211). A member that joins at 85 s creates it again: generation 1 once more,
+    a new owner of T-0 in it (no owner of the dead group's generation 1 stands against it), and
+    no committed offset, so `auto.offset.reset=earliest` starts at 0. It processes again the
+    offsets below the expired commit `c` because of the expiry (`offsets_expired_reset`), and
+    those from `c` to where consumer-1 stopped because of what stopped it."""
+    events, checks = run(parse_scenario(EXPIRY.format(**story), "expiry.toml"))
     [expired] = where(events, "offsets_expired", group_id="g")
     assert (expired["ts_ms"], expired["partitions"]) == (75_000, ["T-0"])
     [dead] = where(events, "group_state_changed", group_id="g", state="Dead")
@@ -751,8 +759,15 @@ def test_a_group_whose_offsets_expired_is_created_again_from_generation_one() ->
     assert [g for g, members in generations if members] == [1, 1]
     [again] = where(events, "fetch_position_set", node="consumer-2")
     assert (again["generation_id"], again["offset"], again["source"]) == (1, 0, "earliest")
-    assert checks["consumed"] == 400
-    assert checks["duplicates"] == 200
+    c = [e for e in where(events, "offset_commit_completed", error="NONE") if e["ts_ms"] < 75_000][-1]["offsets"][0][2]
+    h = max(e["end_offset"] for e in where(events, "records_processed", node="consumer-1"))
+    assert checks["consumed"] == story["records"] + h
+    if story["fault"] == "close":
+        assert c == h == 200
+        assert checks["duplicates_by_cause"] == {"offsets_expired_reset": 200}
+    else:
+        assert 0 < c < h
+        assert checks["duplicates_by_cause"] == {"offsets_expired_reset": c, "crash_before_commit": h - c}
 
 
 FENCED = """

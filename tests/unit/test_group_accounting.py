@@ -80,6 +80,16 @@ class Story:
     def commit_answered(self, node: str, member: str, error: str) -> Story:
         return self._add(node, "offset_commit_answered", group_id=G, member_id=member, commit_id=1, kind="sync", error=error)
 
+    def committed(self, tp: str, offset: int) -> Story:
+        topic, partition = tp.rsplit("-", 1)
+        return self._add(
+            "broker-1", "offset_commit_completed", group_id=G, member_id="m1", generation_id=1,
+            offsets=[[topic, int(partition), offset]], error="NONE", group_state="Stable",
+        )
+
+    def expired(self, tp: str) -> Story:
+        return self._add("broker-1", "offsets_expired", group_id=G, partitions=[tp])
+
     def reset(self, node: str, member: str, tp: str, offset: int) -> Story:
         topic, partition = tp.rsplit("-", 1)
         return self._add(
@@ -194,6 +204,16 @@ STORIES = {
         two_members("3.2.1").at(300).revoked("c1", "m1", "close", "T-0")
         .at(400).assigned("c2", "m2", 2, "T-0").processed("c2", "m2", "T-0", 40, 60),
         10, {"commit_failed_or_fenced": 10},
+    ),
+    "offsets expired, then a reset to the log start: below the expired commit it is the expiry's": (
+        two_members().committed("T-0", 30).at(300).crashed("c1").at(400).expired("T-0")
+        .at(500).assigned("c2", "m2", 2, "T-0").reset("c2", "m2", "T-0", 0).processed("c2", "m2", "T-0", 0, 60),
+        50, {"offsets_expired_reset": 30, "crash_before_commit": 20},
+    ),
+    "a commit after the expiry: a later reset replays nothing because of the expiry": (
+        two_members().committed("T-0", 30).at(300).crashed("c1").at(400).expired("T-0").committed("T-0", 10)
+        .at(500).assigned("c2", "m2", 2, "T-0").reset("c2", "m2", "T-0", 0).processed("c2", "m2", "T-0", 0, 60),
+        50, {"crash_before_commit": 50},
     ),
     "a reset of the position re-reads under a new hold": (
         two_members().at(300).reset("c1", "m1", "T-0", 0).processed("c1", "m1", "T-0", 0, 60),
