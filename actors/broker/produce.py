@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.broker.state import DelayedProduce, PendingProduce
 from actors.core import Address, Ctx, Inbound, Out
+from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
 from protocols.metadata import MetadataRequest
 from protocols.producer import InitProducerIdRequest, InitProducerIdResponse
@@ -65,7 +66,12 @@ def on_produce(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: ProduceRequ
             results[tp] = ProducePartitionResponse(tp.topic, tp.partition, error)
             out.emit("produce_rejected", topic=tp.topic, partition=tp.partition, error=error.name)
     if req.acks == 0:
-        return  # Kafka sends no response (and closes the connection on a failed append)
+        # Kafka sends no response; a failed append closes the connection instead
+        # (`KafkaApis.handleProduceRequest`), the producer's only sign of it: it asks for
+        # metadata again and finds the partition's new leader.
+        if results:
+            out.send(inbound.src, Disconnected(ctx.node))
+        return
     if req.acks == 1:
         for tp, p in pending.items():
             results[tp] = ProducePartitionResponse(tp.topic, tp.partition, ErrorCode.NONE, p.base_offset)

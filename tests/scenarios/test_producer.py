@@ -427,3 +427,51 @@ def test_a_new_leader_deduplicates_a_retry_of_a_batch_its_predecessor_wrote() ->
     assert (done["error"], done["base_offset"]) == ("NONE", 10)
     assert _log(kernel, 2)[10:] == _log(kernel, 1)[10:] == [(10, "producer-1:0")]
     kernel.shutdown()
+
+
+ACKS_0_LEADER_MOVED = """
+[run]
+name = "acks-0"
+"duration.ms" = 60000
+
+[cluster]
+brokers = 3
+
+[broker]
+"auto.leader.rebalance.enable" = false
+
+[[topics]]
+name = "T"
+partitions = 1
+"replication.factor" = 3
+replicas = [[1, 2, 3]]
+
+[[producers]]
+topic = "T"
+records = 500
+"interval.ms" = 100
+acks = "0"
+
+[[faults]]
+kind = "pause"
+node = "broker-1"
+"at.ms" = 10000
+"duration.ms" = 25000
+"""
+
+
+def test_acks_0_a_failed_append_closes_the_connection_and_the_producer_finds_the_new_leader() -> None:
+    """With acks=0 the broker answers nothing, so a producer learns of a failed append only
+    because the broker closes its connection (`KafkaApis.handleProduceRequest`). Broker 1 is
+    paused while broker 2 takes over the partition; when it resumes, its first refusal
+    (NOT_LEADER_OR_FOLLOWER) closes the connection, the producer asks for metadata again, and
+    every later batch goes to broker 2."""
+    with Cluster(parse_scenario(ACKS_0_LEADER_MOVED, "acks-0.toml")) as cluster:
+        events = _events(cluster.kernel)
+        cluster.run_to_end()
+    [leader] = [e for e in _where(events, "became_leader") if e["node"] == "broker-2"]
+    [refused] = _where(events, "produce_rejected")
+    assert (refused["node"], refused["error"]) == ("broker-1", "NOT_LEADER_OR_FOLLOWER")
+    assert refused["ts_ms"] > 35_000 > leader["ts_ms"]
+    later = [e["broker_id"] for e in _where(events, "batch_sent") if e["ts_ms"] > refused["ts_ms"]]
+    assert later and set(later) == {2}
