@@ -54,7 +54,10 @@ class Profile:
     isr_join_needs_epoch_start: bool
     """KAFKA-7128 (2.1.0): a follower joins the ISR only once it reaches the leader's epoch."""
     fetch_epoch_fencing: bool
-    """KIP-320 (2.1.0): FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH on fetches."""
+    """KIP-320 (2.1.0): FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH on fetches and ListOffsets."""
+    offset_not_available: bool
+    """KIP-207 (2.2.0): a consumer's ListOffsets for the latest offset gets OFFSET_NOT_AVAILABLE
+    while the leader's HW is below the start offset of its epoch."""
     incremental_fetch_sessions: bool
     """KIP-227 (1.1.0): a follower's fetch answers carry only the partitions with something new."""
     alter_partition: bool
@@ -68,7 +71,8 @@ class Profile:
     member_id_required: bool
     """KIP-394 (2.2.0): a first JoinGroup gets MEMBER_ID_REQUIRED."""
     async_commit_before_rebalance: bool
-    """KAFKA-13310 (3.2.0): the pre-rebalance auto-commit is async and awaited."""
+    """KAFKA-13310 (3.2.0): the pre-rebalance auto-commit is asynchronous (not awaited in 3.2.0;
+    awaited from 3.2.1, KAFKA-14024)."""
     heartbeat_none_while_completing: bool
     """2.6.0: a Heartbeat in CompletingRebalance is answered NONE (REBALANCE_IN_PROGRESS before)."""
     delayed_sync: bool
@@ -107,6 +111,7 @@ class Profile:
             epoch_start_on_become_leader=v >= (2, 0, 0),
             isr_join_needs_epoch_start=v >= (2, 1, 0),
             fetch_epoch_fencing=v >= (2, 1, 0),
+            offset_not_available=v >= (2, 2, 0),
             incremental_fetch_sessions=v >= (1, 1, 0),
             alter_partition=v >= (2, 7, 0),
             truncate_on_fetch=v >= (2, 8, 0),

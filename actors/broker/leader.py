@@ -470,13 +470,23 @@ def on_offset_for_leader_epoch(
 
 def on_list_offsets(b: Broker, out: Out, inbound: Inbound, req: ListOffsetsRequest) -> None:
     """Latest (-1) is the LEO for a replica and the HW for a consumer; earliest (-2) is the log
-    start offset (`fetchOffsetByTimestamp`)."""
+    start offset (`Partition.fetchOffsetForTimestamp`). A consumer's latest is not available
+    while the HW is below the start of the leader's epoch (KIP-207): the HW a new leader
+    inherited may be behind what its predecessor exposed."""
     answers = []
     for p in req.partitions:
         tp = TopicPartition(p.topic, p.partition)
         partition = b.state.partitions.get(tp)
         if partition is None or not partition.is_leader:
-            answers.append(ListOffsetsPartitionResponse(tp.topic, tp.partition, ErrorCode.NOT_LEADER_OR_FOLLOWER))
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        else:
+            error = _check_leader_epoch(b, partition, p.current_leader_epoch)
+            latest_for_a_client = p.timestamp != EARLIEST_TIMESTAMP and req.replica_id < 0
+            lagging = partition.epoch_start_offset > partition.log.high_watermark
+            if error is ErrorCode.NONE and latest_for_a_client and lagging and b.config.profile.offset_not_available:
+                error = ErrorCode.OFFSET_NOT_AVAILABLE
+        if error is not ErrorCode.NONE or partition is None:
+            answers.append(ListOffsetsPartitionResponse(tp.topic, tp.partition, error))
             continue
         log = partition.log
         if p.timestamp == EARLIEST_TIMESTAMP:

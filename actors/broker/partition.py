@@ -61,6 +61,9 @@ class Partition:
     replicas: tuple[int, ...] = ()
     leader: int = NO_LEADER
     leader_epoch: int = -1
+    epoch_start_offset: int = -1
+    """The LEO when this broker became leader in its epoch (`leaderEpochStartOffsetOpt`); -1
+    while it is not leader."""
     partition_epoch: int = -1
     controller_epoch: int = -1
     isr: frozenset[int] = frozenset()
@@ -114,6 +117,7 @@ class Partition:
         self._update_assignment(leader_epoch, isr, replicas, partition_epoch, controller_epoch)
         self.role, self.leader, self.pending_isr = Role.LEADER, me, None
         if new_epoch:
+            self.epoch_start_offset = self.log.log_end_offset
             # resetReplicaState: a new leader forgets its followers' LEOs; one that stays leader
             # keeps them and only restarts their caught-up clocks.
             self.followers = {
@@ -143,6 +147,7 @@ class Partition:
         changed = leader_epoch != self.leader_epoch or leader != self.leader or self.role is not Role.FOLLOWER
         self._update_assignment(leader_epoch, isr, replicas, partition_epoch, controller_epoch)
         self.role, self.leader, self.pending_isr = Role.FOLLOWER, leader, None
+        self.epoch_start_offset = -1
         self.followers = {}
         return changed
 

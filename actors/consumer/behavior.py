@@ -225,6 +225,8 @@ class Consumer:
             self._retry_commit(out, int(arg))
         elif kind == "close-timeout":
             self._close_timed_out(out)
+        elif kind == "reset-retry":
+            self._resume_poll(out)
         self._maybe_closed(out)
         return out
 
@@ -1073,7 +1075,7 @@ class Consumer:
     def _update_fetch_positions(self, out: Out) -> None:
         """`updateFetchPositions`: committed offsets for partitions without a position."""
         m = self.m
-        missing = self.fetcher.needing_position()
+        missing = self.fetcher.needing_position(self.now_ms)
         if not missing or self.offset_fetch_in_flight is not None or m.coordinator is None:
             return
         request = OffsetFetchRequest(self.config.group_id, _by_topic(missing))
@@ -1132,6 +1134,11 @@ class Consumer:
                 self._set_position(out, tp, p.offset, p.leader_epoch, self.config.auto_offset_reset)
             elif p.error_code in _METADATA_ERRORS:
                 self._request_metadata(out)
+            elif p.error_code is ErrorCode.OFFSET_NOT_AVAILABLE and state is not None:
+                # The new leader's HW has not reached its epoch's start yet (KIP-207): the
+                # reset is tried again after `retry.backoff.ms`.
+                state.retry_at_ms = self.now_ms + self.config.retry_backoff_ms
+                out.set_timer("reset-retry", self.config.retry_backoff_ms)
 
     def _set_position(self, out: Out, tp: TopicPartition, offset: int, epoch: int, source: str) -> None:
         self.fetcher.seek(tp, offset, epoch)

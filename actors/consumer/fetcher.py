@@ -31,6 +31,8 @@ class PartitionState:
     position: int | None = None
     position_epoch: int = -1
     pending_revocation: bool = False
+    retry_at_ms: int = 0
+    """A reset refused with a retriable error waits until then (`requestFailed`)."""
     buffered: list[tuple[int, int]] = field(default_factory=list)
     """Fetched records from the position on, not yet returned: (offset, the leader epoch of
     its batch). The epoch tells a record from one written later at the same offset after a
@@ -77,8 +79,8 @@ class Fetcher:
     def owned(self) -> list[TopicPartition]:
         return sorted(self.assigned)
 
-    def needing_position(self) -> list[TopicPartition]:
-        return [tp for tp in sorted(self.assigned) if self.assigned[tp].position is None]
+    def needing_position(self, now_ms: int) -> list[TopicPartition]:
+        return [tp for tp in sorted(self.assigned) if self.assigned[tp].position is None and self.assigned[tp].retry_at_ms <= now_ms]
 
     def seek(self, tp: TopicPartition, offset: int, epoch: int = -1) -> None:
         state = self.assigned.get(tp)

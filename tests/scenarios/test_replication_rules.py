@@ -14,6 +14,13 @@ import pytest
 
 from actors.broker.config import broker_address
 from protocols.errors import ErrorCode
+from protocols.replication import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+)
 from sim.log_checks import diverged_replicas
 from sim.kernel import Kernel
 from tests.harness import (
@@ -225,3 +232,48 @@ def test_acks_all_one_replica_short_of_min_isr_is_rejected_before_the_append() -
     assert produce_results(script) == [(102, ErrorCode.NOT_ENOUGH_REPLICAS, -1)]
     assert partition_view(kernel, 1)["log_end_offset"] == 0
     kernel.shutdown()
+
+
+# ------------------------------------------------------------------ KIP-207 and KIP-320: ListOffsets
+
+
+def _list_offsets(version: str, *queries: tuple[int, int, int]) -> list[tuple[ErrorCode, int]]:
+    """Broker 2 leads T-0 in epoch 1 with a log of 10 records and an HW of 8 it cannot advance
+    (its follower, broker 1, never fetches): its epoch starts at 10, above the HW. Each query
+    `(replica_id, timestamp, current_leader_epoch)` is one ListOffsets; (error, offset) of each."""
+    script = Script()
+    script.steps.append((0, B2, leader_and_isr(2, 1, (1, 2)), 1))
+    for i, (replica, timestamp, epoch) in enumerate(queries):
+        request = ListOffsetsRequest(replica, (ListOffsetsPartition("T", 0, timestamp, epoch),))
+        script.steps.append((10 + i, B2, request, 10 + i))
+    disk = seeded_disk([(f"m{i}", 0) for i in range(10)], high_watermark=8)
+    kernel = build(version, (2,), script, disks={2: disk})
+    kernel.run(50)
+    answers = [m.partitions[0] for _, _, m in script.received if isinstance(m, ListOffsetsResponse)]
+    return [(a.error_code, a.offset) for a in answers]
+
+
+LATEST, EARLIEST = LATEST_TIMESTAMP, EARLIEST_TIMESTAMP
+CONSUMER, BROKER = -1, 1
+"""ListOffsets' `replica_id`: a consumer's, or broker 1's."""
+
+
+@pytest.mark.parametrize(
+    ("version", "latest"),
+    [("2.2", (ErrorCode.OFFSET_NOT_AVAILABLE, -1)), ("2.1", (ErrorCode.NONE, 8))],
+)
+def test_kip_207_a_consumers_latest_offset_waits_for_the_hw_to_reach_the_epochs_start(
+    version: str, latest: tuple[ErrorCode, int]
+) -> None:
+    """From 2.2 a consumer's latest offset is OFFSET_NOT_AVAILABLE while the new leader's HW is
+    below the start of its epoch; before, it got the stale HW. A broker's latest is the LEO,
+    and earliest the log start, either way."""
+    answers = _list_offsets(version, (CONSUMER, LATEST, 1), (BROKER, LATEST, 1), (CONSUMER, EARLIEST, 1))
+    assert answers == [latest, (ErrorCode.NONE, 10), (ErrorCode.NONE, 0)]
+
+
+def test_kip_320_list_offsets_is_fenced_by_the_leader_epoch() -> None:
+    """ListOffsets carries the sender's leader epoch (2.1+): an older one is fenced, a newer one
+    unknown, and none (-1) is not checked."""
+    answers = _list_offsets("3.9", (CONSUMER, EARLIEST, 0), (CONSUMER, EARLIEST, 2), (CONSUMER, EARLIEST, -1))
+    assert answers == [(ErrorCode.FENCED_LEADER_EPOCH, -1), (ErrorCode.UNKNOWN_LEADER_EPOCH, -1), (ErrorCode.NONE, 0)]

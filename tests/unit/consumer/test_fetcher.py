@@ -31,7 +31,7 @@ def test_a_partition_without_a_position_is_not_fetched() -> None:
     """`updateFetchPositions` must give a partition a position before it is fetched."""
     f = _fetcher()
     assert f.fetch_requests() == []
-    assert f.needing_position() == [T0, T1]
+    assert f.needing_position(0) == [T0, T1]
 
 
 def test_a_fetch_goes_to_each_leader_with_its_epoch() -> None:
