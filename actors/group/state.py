@@ -276,9 +276,13 @@ class ClassicGroup:
 
     def supports_protocols(self, protocol_type: str, protocols: tuple[str, ...]) -> bool:
         """`supportsProtocols`: an Empty group takes any non-empty set; otherwise the type must
-        match and one of the protocols must be supported by every current member."""
+        match and one of the protocols must be supported by every current member (Kafka counts
+        each protocol's supporters against the member count, so a group left with no member
+        while it rebalances, its last member gone during the join delay, takes any)."""
         if self.is_(GroupState.EMPTY):
             return bool(protocol_type) and bool(protocols)
+        if not self.members:
+            return self.protocol_type == protocol_type and bool(protocols)
         candidates = self.candidate_protocols()
         return self.protocol_type == protocol_type and any(p in candidates for p in protocols)
 

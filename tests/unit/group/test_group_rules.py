@@ -44,6 +44,21 @@ def test_a_protocol_not_supported_by_everyone_gets_no_vote() -> None:
     assert select_protocol([("roundrobin", "range"), ("range",)]) == "range"
 
 
+def test_a_joining_member_must_share_a_protocol_with_every_member() -> None:
+    """`supportsProtocols` counts each protocol's supporters against the member count: an Empty
+    group takes any protocol, a rebalancing one a protocol every member has, and one whose
+    last member left during the rebalance (no member to disagree) any of the same type."""
+    assert _group(S.EMPTY).supports_protocols("consumer", ("roundrobin",))
+    rebalancing = _group(S.PREPARING_REBALANCE, members={"m1": None})
+    rebalancing.protocol_type = "consumer"
+    assert rebalancing.supports_protocols("consumer", ("roundrobin", "range"))
+    assert not rebalancing.supports_protocols("consumer", ("roundrobin",))
+    rebalancing.remove("m1")
+    assert rebalancing.supports_protocols("consumer", ("roundrobin",))
+    assert not rebalancing.supports_protocols("connect", ("roundrobin",))
+    assert not rebalancing.supports_protocols("consumer", ())
+
+
 def test_a_tie_goes_to_the_smallest_name() -> None:
     """Kafka breaks ties by hash-map order; the simulator takes the smallest name."""
     assert select_protocol([("sticky", "range"), ("range", "sticky")]) == "range"
