@@ -31,9 +31,11 @@ processing) and the duplicate takes the label that made it one:
 | a new generation without it, no removal logged (its coordinator moved and loaded the group without it) | `coordinator_failover` |
 | a reset of its position: the same consumer reads the offsets again under a new hold | `log_truncation_or_reset` |
 
-A hold that began at a reset to `s` below the group's committed offset `c` after that offset
-expired (and before the group committed again) reads `[s, c)` again because of the expiry:
-its duplicates there are `offsets_expired_reset`, whatever ended the earlier hold.
+A hold that began at a reset to `s` below the group's committed offset `c` (an
+`auto.offset.reset` after OFFSET_OUT_OF_RANGE, say, once an unclean election cut the log
+below `c`) reads `[s, c)` again because of the reset: its duplicates there are
+`log_truncation_or_reset`, whatever ended the earlier hold. If `c` had expired instead (and
+the group had not committed since), they are `offsets_expired_reset`.
 
 Each duplicate is also kept in a *span*: one consumer's re-processing of a run of offsets of
 one partition under one label, from the time of its first such processing to its last
@@ -79,9 +81,10 @@ class _Hold:
     member_id: str
     ended: str | None = None
     """The label of the first event that ended it; None while it lasts."""
-    rewound: tuple[int, int] | None = None
-    """[s, c): it began at a reset to `s` below the group's committed offset `c`, which had
-    expired; what it reads again there was re-read because of the expiry."""
+    rewound: tuple[int, int, str] | None = None
+    """[s, c) and why: it began at a reset to `s` below the group's committed offset `c`, so
+    what it reads again there is re-read because of the reset (`log_truncation_or_reset`), or
+    because `c` had expired (`offsets_expired_reset`)."""
 
     def end(self, label: str) -> None:
         if self.ended is None:
@@ -338,9 +341,11 @@ class GroupAccounting:
             old = member.holds[tp]
             old.end("log_truncation_or_reset")
             hold = member.holds[tp] = _Hold(e["node"], old.member_id)
-            expired = self._expired.get((e["group_id"], tp))
-            if expired is not None and e["offset"] < expired:
-                hold.rewound = (e["offset"], expired)
+            key = (e["group_id"], tp)
+            if key in self._committed and e["offset"] < self._committed[key]:
+                hold.rewound = (e["offset"], self._committed[key], "log_truncation_or_reset")
+            elif key in self._expired and e["offset"] < self._expired[key]:
+                hold.rewound = (e["offset"], self._expired[key], "offsets_expired_reset")
 
     def _group_state(self, e: Mapping[str, Any]) -> None:
         if e["previous_state"] is None and e["generation_id"] == 0:
@@ -409,13 +414,13 @@ class GroupAccounting:
         return found
 
 
-def _rewound(lo: int, hi: int, rewound: tuple[int, int] | None, label: str) -> list[tuple[int, int, str]]:
-    """[lo, hi) in pieces with their label: `offsets_expired_reset` inside the expired offset's
-    [s, c), `label` elsewhere."""
+def _rewound(lo: int, hi: int, rewound: tuple[int, int, str] | None, label: str) -> list[tuple[int, int, str]]:
+    """[lo, hi) in pieces with their label: the rewind's inside its [s, c), `label` elsewhere."""
     if rewound is None or rewound[1] <= lo or rewound[0] >= hi:
         return [(lo, hi, label)]
-    inside = (max(lo, rewound[0]), min(hi, rewound[1]))
-    pieces = [(lo, inside[0], label), (*inside, "offsets_expired_reset"), (inside[1], hi, label)]
+    start, end, why = rewound
+    inside = (max(lo, start), min(hi, end))
+    pieces = [(lo, inside[0], label), (*inside, why), (inside[1], hi, label)]
     return [piece for piece in pieces if piece[1] > piece[0]]
 
 

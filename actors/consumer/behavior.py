@@ -79,6 +79,9 @@ from protocols.replication import (
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsResponse,
+    OffsetForLeaderEpochPartition,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
 )
 from protocols.types import TopicPartition
 
@@ -172,6 +175,8 @@ class Consumer:
         """When the last metadata request was answered or failed (`Metadata.lastRefreshMs`)."""
         self.offset_fetch_in_flight: int | None = None
         self.list_offsets_in_flight: set[int] = set()
+        self.validating: set[TopicPartition] = set()
+        """Partitions whose OffsetsForLeaderEpoch is in flight."""
         self.rng: Any = None
         self.now_ms = 0
         self.processed = 0
@@ -266,6 +271,8 @@ class Consumer:
                 self._on_fetch(out, broker, detail, message)
             case ListOffsetsResponse():
                 self._on_list_offsets(out, inbound.correlation_id, message)
+            case OffsetForLeaderEpochResponse():
+                self._on_epoch_end_offsets(out, detail, message)
             case MetadataResponse():
                 self._on_metadata(out, message)
             case LeaveGroupResponse():
@@ -338,6 +345,7 @@ class Consumer:
         if self.app is not App.POLLING:
             return  # a call inside it blocks (a synchronous commit) or stopped the consumer
         self._update_fetch_positions(out)
+        self._validate_positions(out)
         returned = self.fetcher.collect(self.config.max_poll_records)
         if returned:
             self._process(out, returned)
@@ -1140,6 +1148,51 @@ class Consumer:
                 state.retry_at_ms = self.now_ms + self.config.retry_backoff_ms
                 out.set_timer("reset-retry", self.config.retry_backoff_ms)
 
+    def _validate_positions(self, out: Out) -> None:
+        """`validatePositionsIfNeeded`: OffsetsForLeaderEpoch to each leader for the positions
+        awaiting validation, asking where the epoch of each position's last record ends."""
+        by_leader: dict[int, list[OffsetForLeaderEpochPartition]] = {}
+        for tp in self.fetcher.needing_validation():
+            leader, epoch = self.fetcher.leaders.get(tp, (-1, -1))
+            if leader >= 0 and tp not in self.validating:
+                asked = self.fetcher.assigned[tp].position_epoch
+                by_leader.setdefault(leader, []).append(OffsetForLeaderEpochPartition(tp.topic, tp.partition, asked, epoch))
+        for leader, parts in sorted(by_leader.items()):
+            tps = frozenset(TopicPartition(p.topic, p.partition) for p in parts)
+            self.validating |= tps
+            request = OffsetForLeaderEpochRequest(-1, tuple(parts))
+            self._send(out, leader, "validate", broker_address(leader), request, detail=tps)
+
+    def _on_epoch_end_offsets(self, out: Out, asked: frozenset[TopicPartition], resp: OffsetForLeaderEpochResponse) -> None:
+        """`SubscriptionState.maybeCompleteValidation`: a position past the end of its epoch
+        on the leader was truncated away. With a reset policy the consumer seeks to that end,
+        the first offset known to diverge, and re-reads nothing that is unchanged; with
+        `none` it throws LogTruncationException."""
+        self.validating -= asked
+        truncated: list[TopicPartition] = []
+        for r in resp.partitions:
+            tp = TopicPartition(r.topic, r.partition)
+            state = self.fetcher.assigned.get(tp)
+            if state is None or not state.awaiting_validation or state.position is None:
+                continue
+            if r.error_code in _METADATA_ERRORS:
+                self._request_metadata(out)
+            elif r.error_code is not ErrorCode.NONE:
+                continue  # tried again at the next poll
+            elif r.end_offset < 0 or r.leader_epoch < 0 or r.end_offset < state.position:
+                truncated.append(tp)
+                if self.config.auto_offset_reset == "none":
+                    continue
+                if r.end_offset < 0 or r.leader_epoch < 0:
+                    state.position, state.awaiting_validation = None, False  # no epoch to go by: reset
+                    self._reset_positions(out, [tp])
+                else:
+                    self._set_position(out, tp, r.end_offset, r.leader_epoch, "truncation")
+            else:
+                state.awaiting_validation = False
+        if truncated and self.config.auto_offset_reset == "none":
+            self._fail(out, f"LogTruncationException: {', '.join(str(tp) for tp in truncated)}")
+
     def _set_position(self, out: Out, tp: TopicPartition, offset: int, epoch: int, source: str) -> None:
         self.fetcher.seek(tp, offset, epoch)
         out.emit(
@@ -1204,12 +1257,14 @@ class Consumer:
         self.metadata_in_flight = None
         self.metadata_refreshed_ms = self.now_ms
         missing = False
+        leaders = {}
         for p in resp.partitions:
             if p.partition < 0:
                 missing = True
                 continue
-            self.fetcher.leaders[TopicPartition(p.topic, p.partition)] = (p.leader, p.leader_epoch)
+            leaders[TopicPartition(p.topic, p.partition)] = (p.leader, p.leader_epoch)
             missing = missing or p.leader < 0
+        self.fetcher.new_leaders(leaders, validate=self.config.validates_positions)
         out.set_timer("metadata", self.config.retry_backoff_ms if missing else 300_000)
 
     def _find_coordinator(self, out: Out) -> None:
@@ -1321,6 +1376,8 @@ class Consumer:
             out.set_timer("find-backoff", self.config.retry_backoff_ms)
         elif kind == "list_offsets":
             self.list_offsets_in_flight.discard(cid)
+        elif kind == "validate":
+            self.validating -= detail
 
     # ------------------------------------------------------------------ sending
 

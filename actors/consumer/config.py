@@ -93,6 +93,12 @@ class ConsumerConfig:
         return self.version >= (3, 2, 0)
 
     @property
+    def validates_positions(self) -> bool:
+        """KIP-320's consumer side (KAFKA-7747, 2.3): after a leader change a position is
+        checked with OffsetsForLeaderEpoch before it is fetched from again."""
+        return self.version >= (2, 3, 0)
+
+    @property
     def join_prepare_commit(self) -> JoinPrepareCommit:
         return JoinPrepareCommit.for_version(self.version)
 

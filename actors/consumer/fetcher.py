@@ -33,6 +33,9 @@ class PartitionState:
     pending_revocation: bool = False
     retry_at_ms: int = 0
     """A reset refused with a retriable error waits until then (`requestFailed`)."""
+    awaiting_validation: bool = False
+    """The leader changed: the position is checked for a truncation before it is fetched
+    (`AWAIT_VALIDATION`)."""
     buffered: list[tuple[int, int]] = field(default_factory=list)
     """Fetched records from the position on, not yet returned: (offset, the leader epoch of
     its batch). The epoch tells a record from one written later at the same offset after a
@@ -86,6 +89,21 @@ class Fetcher:
         state = self.assigned.get(tp)
         if state is not None:
             state.position, state.position_epoch, state.buffered = offset, epoch, []
+            state.awaiting_validation = False
+
+    def new_leaders(self, leaders: dict[TopicPartition, tuple[int, int]], *, validate: bool) -> None:
+        """Metadata's leaders. A position read in an older leader epoch than the new leader's
+        waits for validation (`maybeValidatePositionForCurrentLeader`); its buffered records
+        are dropped."""
+        for tp, (leader, epoch) in leaders.items():
+            _, before = self.leaders.get(tp, (-1, -1))
+            self.leaders[tp] = (leader, epoch)
+            state = self.assigned.get(tp)
+            if validate and state is not None and state.position is not None and state.position_epoch >= 0 and epoch > before >= 0:
+                state.awaiting_validation, state.buffered = True, []
+
+    def needing_validation(self) -> list[TopicPartition]:
+        return [tp for tp in sorted(self.assigned) if self.assigned[tp].awaiting_validation]
 
     def all_consumed(self) -> dict[TopicPartition, tuple[int, int]]:
         """`SubscriptionState.allConsumed`: every assigned partition with a position."""
@@ -103,7 +121,7 @@ class Fetcher:
         by_leader: dict[int, list[FetchPartition]] = {}
         for tp in sorted(self.assigned):
             state = self.assigned[tp]
-            if state.position is None or state.pending_revocation or state.buffered:
+            if state.position is None or state.pending_revocation or state.buffered or state.awaiting_validation:
                 continue
             leader, epoch = self.leaders.get(tp, (-1, -1))
             if leader < 0 or leader in self.in_flight or now_ms < self.not_ready_until.get(leader, 0):
@@ -147,7 +165,8 @@ class Fetcher:
             taken = state.buffered[:room]
             state.buffered = state.buffered[room:]
             room -= len(taken)
-            state.position = taken[-1][0] + 1
+            # The position carries the leader epoch of the last record returned.
+            state.position, state.position_epoch = taken[-1][0] + 1, taken[-1][1]
             returned += _by_epoch(tp, taken)
         return returned
 

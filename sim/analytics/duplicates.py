@@ -266,9 +266,10 @@ def _hold_labels(t: DataFrame, events: DataFrame, consumers: DataFrame) -> DataF
 
 
 def _rewound(events: DataFrame, consumers: DataFrame) -> DataFrame:
-    """Holds that began at a reset to `s` below the group's committed offset `c` after the
-    retention sweep removed it, and before the group committed again: (run, group, node, tp,
-    hold: the reset's line, lo: s, hi: c)."""
+    """Holds that began at a reset to `s` below the group's committed offset `c`: (run,
+    group, node, tp, hold: the reset's line, lo: s, hi: c, why). `c` is the group's last
+    commit of the partition before the reset (`log_truncation_or_reset`), or the one the
+    retention sweep removed, if the sweep came after it (`offsets_expired_reset`)."""
     names = F.explode(F.from_json("partitions", ArrayType(StringType()))).alias("tp")
     expiries = events.where(F.col("event") == "offsets_expired").select("run", "ln", "group_id", names)
     triple = F.explode(F.from_json("offsets", ArrayType(ArrayType(StringType())))).alias("o")
@@ -283,9 +284,9 @@ def _rewound(events: DataFrame, consumers: DataFrame) -> DataFrame:
         e.join(c, [F.col(f"e.{k}") == F.col(f"c.{k}") for k in key] + [F.col("c.ln") < F.col("e.ln")])
         .groupBy(*[F.col(f"e.{k}") for k in key], "e.ln")
         .agg(F.max_by("c.c", "c.ln").alias("c"))
+        .withColumn("why", F.lit("offsets_expired_reset"))
     )
-    # A commit after the expiry gives the group a committed offset again (c null).
-    marks = removed.unionByName(commits.select(*key, "ln", F.lit(None).cast("long").alias("c")))
+    marks = removed.unionByName(commits.withColumn("why", F.lit("log_truncation_or_reset")))
     resets = consumers.where((F.col("event") == "fetch_position_set") & (F.col("source") != "committed")).select(
         "run", "node", "ln", "group_id", _tp(), "offset"
     )
@@ -293,10 +294,11 @@ def _rewound(events: DataFrame, consumers: DataFrame) -> DataFrame:
     last = (
         r.join(m, [F.col(f"r.{k}") == F.col(f"m.{k}") for k in key] + [F.col("m.ln") < F.col("r.ln")])
         .groupBy("r.run", "r.node", "r.ln", "r.group_id", "r.tp", "r.offset")
-        .agg(F.max(F.struct(F.col("m.ln"), F.col("m.c"))).alias("mark"))
+        .agg(F.max(F.struct(F.col("m.ln"), F.col("m.c"), F.col("m.why"))).alias("mark"))
     )
     return last.where(F.col("mark.c") > F.col("offset")).select(
-        "run", F.col("group_id").alias("group"), "node", "tp", F.col("ln").alias("hold"), F.col("offset").alias("lo"), F.col("mark.c").alias("hi")
+        "run", F.col("group_id").alias("group"), "node", "tp", F.col("ln").alias("hold"),
+        F.col("offset").alias("lo"), F.col("mark.c").alias("hi"), F.col("mark.why").alias("why"),
     )
 
 
@@ -364,7 +366,7 @@ def group_duplicates(events: DataFrame) -> tuple[DataFrame, DataFrame]:
     now = labels.select("run", "node", "tp", "hold", F.col("label_at").alias("now_at"), F.col("label").alias("now_label"))
     replayed = F.col("rw.lo").isNotNull() & (F.col("at") >= F.col("rw.lo")) & (F.col("next") <= F.col("rw.hi"))
     cause = (
-        F.when(replayed, "offsets_expired_reset")
+        F.when(replayed, F.col("rw.why"))
         .when(F.col("before_at") < F.col("ln"), F.col("before_label"))
         .when(F.col("now_at") < F.col("ln"), F.col("now_label"))
         .otherwise("unexplained")

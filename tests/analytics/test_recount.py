@@ -4,8 +4,8 @@ The runs: the group swarm's first 20 fault plans (tests/properties/group_swarm.p
 group under client and broker faults, an idempotent producer) and three runs of the broker
 swarm in an unsafe configuration (acks=1, unclean election, power losses, no idempotence),
 two of which lose acknowledged records; a group whose offsets expired, a static member fenced
-by a second process with its instance id, and 3.2.1's pre-rebalance commit (KAFKA-14196). All
-are analysed by one Spark job.
+by a second process with its instance id, 3.2.1's pre-rebalance commit (KAFKA-14196), and a
+reset below the group's commit after an unclean election. All are analysed by one Spark job.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from sim.kernel import HostKind
 from sim.runner import run_scenario
 from sim.scenario import parse_scenario
 from tests.properties import group_swarm, swarm
-from tests.scenarios.test_consumer_groups import EXPIRED_CRASH, EXPIRY, FENCED, JOINER, SAME_INSTANCE
+from tests.scenarios.test_consumer_groups import EXPIRED_CRASH, EXPIRY, FENCED, JOINER, SAME_INSTANCE, TRUNCATED
 
 pytestmark = pytest.mark.spark
 
@@ -95,6 +95,7 @@ def outcomes(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[tuple
         ("expired offsets", EXPIRY.format(**EXPIRED_CRASH)),
         ("a fenced static member", fenced),
         ("3.2.1's awaited pre-rebalance commit", JOINER.format(version="3.2.1")),
+        ("a reset below the commit after an unclean election", TRUNCATED.format(version="2.2", reset="earliest")),
     )
     for name, text in stories:
         out = base / name.replace(" ", "-").replace("'", "")

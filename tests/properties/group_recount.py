@@ -31,8 +31,9 @@ The rules (Kafka's at-least-once delivery, as the summary's `duplicates_by_cause
   | a position reset (`fetch_position_set` not from a committed offset) | `log_truncation_or_reset` |
 
   A hold that begins at a reset to `s` below the group's committed offset `c` for the
-  partition, after `offsets_expired` removed `c` and before the group committed again, reads
-  `[s, c)` again because of the expiry: `offsets_expired_reset`, whatever ended the hold before.
+  partition reads `[s, c)` again because of the reset: `log_truncation_or_reset`, whatever
+  ended the hold before; or, if `offsets_expired` removed `c` and the group has not committed
+  the partition since, because of the expiry: `offsets_expired_reset`.
 
   Where several rows hold at once, the first wins.
 - A duplicate takes the label of the hold that processed the record before, once that hold has
@@ -79,7 +80,8 @@ class Hold:
     member_id: str
     label: str | None = None
     replays: range = range(0)
-    """Offsets it reads again because its reset went below a committed offset that expired."""
+    """Offsets it reads again because its reset went below the group's committed offset."""
+    replay_label: str = ""
 
 
 @dataclass(slots=True)
@@ -183,7 +185,12 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
             hold = consumer.holds.get(tp)
             if hold is not None:
                 _end_all((hold,), "log_truncation_or_reset")
-                consumer.holds[tp] = Hold(e["node"], hold.member_id, replays=range(e["offset"], expired.get((e["group_id"], tp), 0)))
+                key = (e["group_id"], tp)
+                if key in committed:
+                    replays, why = range(e["offset"], committed[key]), "log_truncation_or_reset"
+                else:
+                    replays, why = range(e["offset"], expired.get(key, 0)), "offsets_expired_reset"
+                consumer.holds[tp] = Hold(e["node"], hold.member_id, replays=replays, replay_label=why)
         elif name == "records_processed":
             tp = f"{e['topic']}-{e['partition']}"
             hold = consumer.holds.get(tp)
@@ -194,7 +201,7 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
                 key = (e["group_id"], tp, offset)
                 epoch, earlier = last.get(key, (None, None))
                 if earlier is not None and epoch == record:
-                    result.count("offsets_expired_reset" if offset in hold.replays else earlier.label or hold.label or "unexplained")
+                    result.count(hold.replay_label if offset in hold.replays else earlier.label or hold.label or "unexplained")
                 last[key] = (record, hold)
             result.consumed += e["end_offset"] - e["first_offset"]
     return result

@@ -422,7 +422,7 @@ def test_a_coordinator_failover_during_a_rebalance_ends_stable_at_a_higher_gener
 
     # It ends Stable at generation 2 on broker 1, with the three consumers.
     [started] = where(events, "generation_started", node="broker-1")
-    assert (started["ts_ms"], started["generation_id"], started["members"]) == (16_225, 2, sorted([c1, c2, c3]))
+    assert (started["ts_ms"], started["generation_id"], started["members"]) == (16_228, 2, sorted([c1, c2, c3]))
     assert not [e for e in where(events, "generation_started") if e["generation_id"] > 2]
     assignment = {m: v["assignment"] for m, v in final["members"].items()}
     assert (final["state"], final["generation_id"], assignment) == ("Stable", 2, {c1: ["T-1"], c2: ["T-0"], c3: ["T-2"]})
@@ -684,7 +684,7 @@ def test_a_coordinator_moved_by_a_controlled_shutdown_loses_the_rebalance_under_
 
     # Every new owner starts at the last acknowledged commit of its partition.
     started = {f"{e['topic']}-{e['partition']}": (e["ts_ms"], e["offset"]) for e in where(events, "fetch_position_set", generation_id=8)}
-    assert {tp: offset for tp, (_, offset) in started.items()} == {"T-0": 456, "T-1": 561, "T-2": 304}
+    assert {tp: offset for tp, (_, offset) in started.items()} == {"T-0": 456, "T-1": 537, "T-2": 304}
     for tp, (ts, offset) in started.items():
         assert offset == _acknowledged(events, before_ms=ts)[tp]
     assert (checks["consumed"], checks["acked"], checks["duplicates"], checks["rebalances"]) == (2500, 2500, 0, 2)
@@ -906,3 +906,93 @@ def test_records_returned_while_the_pre_rebalance_commit_is_awaited(version: str
     else:
         assert checks["duplicates"] == after_snapshot > 0
         assert checks["duplicates_by_cause"] == {bug: after_snapshot}
+
+
+TRUNCATED = """
+[run]
+name = "truncated"
+"duration.ms" = 40000
+
+[kafka]
+version = "{version}"
+
+[cluster]
+brokers = 3
+
+[broker]
+"replica.lag.time.max.ms" = 2000
+"zookeeper.session.timeout.ms" = 6000
+"unclean.leader.election.enable" = true
+
+[[topics]]
+name = "T"
+partitions = 1
+"replication.factor" = 2
+replicas = [[1, 2]]
+
+[[producers]]
+topic = "T"
+records = 300
+"interval.ms" = 100
+acks = "1"
+
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+"auto.offset.reset" = "earliest"
+
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+"auto.offset.reset" = "{reset}"
+"start.ms" = 4800
+
+[[faults]]
+kind = "close"
+node = "consumer-1"
+"at.ms" = 4500
+
+[[faults]]
+kind = "pause"
+node = "broker-2"
+"at.ms" = 5000
+"duration.ms" = 8000
+
+[[faults]]
+kind = "crash"
+node = "broker-1"
+"at.ms" = 12000
+"""
+"""consumer-1 reads from the start and commits on close; consumer-2 goes on from its commit.
+Broker 2 falls out of the ISR while paused, broker 1 crashes, and broker 2 is elected
+uncleanly: its log ends below consumer-2's position and the group's committed offset."""
+
+
+@pytest.mark.parametrize("version", ["2.2", "2.3", "3.9"])
+def test_a_consumer_after_an_unclean_election_finds_the_divergence_from_2_3(version: str) -> None:
+    """From 2.3 (KIP-320's consumer side, KAFKA-7747) a new leader epoch sends the position to
+    validation: OffsetsForLeaderEpoch says where the position's epoch ends on the new leader,
+    and the consumer seeks there and re-reads nothing unchanged. Before, its fetch past the new
+    log's end is OFFSET_OUT_OF_RANGE and `earliest` replays the log from 0: every record below
+    the new leader's end is processed again, labelled by the reset that rewound the position
+    below the group's commit."""
+    events, checks = run(parse_scenario(TRUNCATED.format(version=version, reset="earliest"), "truncated.toml"))
+    [elected] = [e for e in where(events, "became_leader", topic="T") if e["node"] == "broker-2"]
+    end = elected["log_end_offset"]
+    positions = [(e["offset"], e["source"]) for e in where(events, "fetch_position_set", node="consumer-2")]
+    if version == "2.2":
+        assert positions[-1] == (0, "earliest")
+        assert checks["duplicates_by_cause"] == {"log_truncation_or_reset": end}
+    else:
+        assert positions[-1] == (end, "truncation")
+        assert checks["duplicates"] == 0
+    assert checks["consumed"] == 300 + checks["duplicates"]
+
+
+def test_a_truncated_position_without_a_reset_policy_throws_log_truncation() -> None:
+    """With `auto.offset.reset=none` the truncation found by validation is thrown to the
+    application (LogTruncationException), which stops."""
+    events, _ = run(parse_scenario(TRUNCATED.format(version="3.9", reset="none"), "truncated.toml"))
+    [failed] = where(events, "consumer_failed", node="consumer-2")
+    assert failed["error"] == "LogTruncationException: T-0"
+    assert not where(events, "fetch_position_set", node="consumer-2", source="truncation")

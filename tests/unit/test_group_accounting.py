@@ -210,10 +210,15 @@ STORIES = {
         .at(500).assigned("c2", "m2", 2, "T-0").reset("c2", "m2", "T-0", 0).processed("c2", "m2", "T-0", 0, 60),
         50, {"offsets_expired_reset": 30, "crash_before_commit": 20},
     ),
-    "a commit after the expiry: a later reset replays nothing because of the expiry": (
+    "a new owner's reset below the group's commit: below it the reset's, above it the crash's": (
+        two_members().committed("T-0", 30).at(300).crashed("c1")
+        .at(400).assigned("c2", "m2", 2, "T-0").reset("c2", "m2", "T-0", 0).processed("c2", "m2", "T-0", 0, 60),
+        50, {"log_truncation_or_reset": 30, "crash_before_commit": 20},
+    ),
+    "a commit after the expiry: a later reset below it is the reset's, not the expiry's": (
         two_members().committed("T-0", 30).at(300).crashed("c1").at(400).expired("T-0").committed("T-0", 10)
         .at(500).assigned("c2", "m2", 2, "T-0").reset("c2", "m2", "T-0", 0).processed("c2", "m2", "T-0", 0, 60),
-        50, {"crash_before_commit": 50},
+        50, {"log_truncation_or_reset": 10, "crash_before_commit": 40},
     ),
     "a reset of the position re-reads under a new hold": (
         two_members().at(300).reset("c1", "m1", "T-0", 0).processed("c1", "m1", "T-0", 0, 60),

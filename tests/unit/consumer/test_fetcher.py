@@ -48,14 +48,15 @@ def test_a_fetch_goes_to_each_leader_with_its_epoch() -> None:
 
 
 def test_poll_returns_at_most_max_poll_records_and_moves_the_positions() -> None:
-    """Records come from each position on; the rest stay buffered for the next poll."""
+    """Records come from each position on; the rest stay buffered for the next poll. A
+    position carries the leader epoch of the last record returned (what a commit sends)."""
     f = _fetcher()
     f.seek(T0, 10)
     f.seek(T1, 20)
     f.on_fetched({T0: 10}, _answer(T0, 10, 4))
     f.on_fetched({T1: 20}, _answer(T1, 20, 4))
     assert f.collect(6) == [Returned(T0, 10, 14, 3), Returned(T1, 20, 22, 3)]
-    assert f.all_consumed() == {T0: (14, -1), T1: (22, -1)}
+    assert f.all_consumed() == {T0: (14, 3), T1: (22, 3)}
     assert f.collect(6) == [Returned(T1, 22, 24, 3)]
 
 
