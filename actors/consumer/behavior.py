@@ -490,18 +490,19 @@ class Consumer:
                     for tp in owned:
                         self.fetcher.assigned[tp].pending_revocation = True
                 m.join_prepare_commit = self._commit(out, CommitKind.JOIN_PREPARE, self.fetcher.all_consumed())
+                m.join_prepare_started_ms = self.now_ms
                 if mode is not JoinPrepareCommit.ASYNC_NOT_AWAITED:
                     return False
-            else:
+            elif cfg.join_prepare_commit is not JoinPrepareCommit.SYNC and self.now_ms - m.join_prepare_started_ms < cfg.max_poll_interval_ms:
+                # A synchronous commit was waited for, retries and all. An asynchronous one is
+                # waited for and sent again after a retriable failure until the rebalance
+                # timeout, then the rebalance goes on without it ("joinPrepare timeout").
                 commit = m.commits.get(m.join_prepare_commit)
                 if commit is not None and commit.error is None:
                     return False  # still waiting for it: poll() returns to the application
                 if commit is not None and commit.error != "NONE" and _retriable(commit.error):
-                    if self.now_ms - commit.started_ms < cfg.max_poll_interval_ms:
-                        m.join_prepare_commit = self._commit(
-                            out, CommitKind.JOIN_PREPARE, self.fetcher.all_consumed()
-                        )
-                        return False
+                    m.join_prepare_commit = self._commit(out, CommitKind.JOIN_PREPARE, self.fetcher.all_consumed())
+                    return False
         if not self._revoke_for_join(out, owned):
             return False
         m.join_prepare_commit = None
@@ -910,9 +911,12 @@ class Consumer:
         if commit.kind is CommitKind.AUTO and _retriable(outcome):
             self.next_auto_commit_ms = self.now_ms + cfg.retry_backoff_ms
         if self.blocked_on == commit_id:
+            # A synchronous commit retries until its timer: `default.api.timeout.ms`, or for
+            # the pre-rebalance commit before 3.2 the rebalance timeout
+            # (`maybeAutoCommitOffsetsSync(rebalanceTimeoutMs)`).
             waited = self.now_ms - commit.started_ms
-            sync = commit.kind in (CommitKind.SYNC, CommitKind.CLOSE, CommitKind.REVOKE)
-            if sync and _retriable(outcome) and waited < cfg.default_api_timeout_ms:
+            bound = cfg.max_poll_interval_ms if commit.kind is CommitKind.JOIN_PREPARE else cfg.default_api_timeout_ms
+            if _retriable(outcome) and waited < bound:
                 out.set_timer(f"commit-retry:{commit_id}", cfg.retry_backoff_ms)
                 return
             self._unblock(out)

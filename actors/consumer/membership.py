@@ -96,6 +96,9 @@ class Membership:
     join_prepare_commit: int | None = None
     revoke_commit: int | None = None
     join_prepare_revoked: bool = False
+    join_prepare_started_ms: int = 0
+    """When this rebalance's pre-rebalance commit was first sent: `joinPrepareTimer`, one per
+    rebalance, bounds the wait for it by the rebalance timeout, retries included."""
     async_commit_fenced: bool = False
     """An asynchronous commit was answered FENCED_INSTANCE_ID in its own generation
     (`asyncCommitFenced`): the next drain of commit callbacks, in `poll()`, throws."""

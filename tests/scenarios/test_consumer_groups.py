@@ -996,3 +996,41 @@ def test_a_truncated_position_without_a_reset_policy_throws_log_truncation() -> 
     [failed] = where(events, "consumer_failed", node="consumer-2")
     assert failed["error"] == "LogTruncationException: T-0"
     assert not where(events, "fetch_position_set", node="consumer-2", source="truncation")
+
+
+def _joiner_with_lost_answer(version: str, drop_at: int, *, max_poll_interval_ms: int = 300_000) -> Any:
+    """JOINER for 80 s, with every message from the broker to consumer-1 lost for 200 ms from
+    `drop_at`: the answer to its pre-rebalance commit, sent just before, among them."""
+    text = JOINER.format(version=version).replace('"duration.ms" = 40000', '"duration.ms" = 80000')
+    text = text.replace('"process.record.ms" = 1\n', f'"process.record.ms" = 1\n"max.poll.interval.ms" = {max_poll_interval_ms}\n')
+    text += f'[[faults]]\nkind = "drop"\nprobability = 1.0\nsrc = ["broker-1"]\ndst = ["consumer-1"]\n"at.ms" = {drop_at}\n"duration.ms" = 200\n'
+    return parse_scenario(text, "joiner.toml")
+
+
+def test_before_3_2_the_pre_rebalance_commit_is_retried_while_the_poll_blocks() -> None:
+    """Up to 3.1 `onJoinPrepare` commits synchronously (`maybeAutoCommitOffsetsSync`, bounded by
+    the rebalance timeout): when its answer is lost the request times out (30 s), and the commit
+    is sent again, the same offsets, while the poll stays blocked. Nothing is processed
+    meanwhile, so the revocation that follows gives nothing to be processed again."""
+    events, checks = run(_joiner_with_lost_answer("3.1", 22_597))
+    prepares = where(events, "offset_commit_sent", node="consumer-1", kind="join_prepare")
+    assert len(prepares) >= 2 and all(p["offsets"] == prepares[0]["offsets"] for p in prepares)
+    [timed_out] = [e for e in where(events, "offset_commit_answered", node="consumer-1", kind="join_prepare") if e["error"] != "NONE"][:1]
+    assert timed_out["ts_ms"] == prepares[0]["ts_ms"] + 30_000
+    [revoked] = [e for e in where(events, "partitions_revoked", node="consumer-1") if e["ts_ms"] > prepares[0]["ts_ms"]][:1]
+    assert revoked["ts_ms"] > prepares[-1]["ts_ms"]
+    assert not [e for e in where(events, "records_processed", node="consumer-1") if prepares[0]["ts_ms"] < e["ts_ms"] < revoked["ts_ms"]]
+    assert checks["duplicates"] == 0
+
+
+def test_from_3_2_1_the_wait_for_the_pre_rebalance_commit_ends_at_the_rebalance_timeout() -> None:
+    """From 3.2.1 the pre-rebalance commit is asynchronous and awaited, bounded by one
+    `joinPrepareTimer` per rebalance (the rebalance timeout, `max.poll.interval.ms`): with its
+    answer lost, the member revokes and rejoins once that timer expires (at its next poll), not
+    when the request times out 30 s after it was sent."""
+    events, _ = run(_joiner_with_lost_answer("3.9", 22_501, max_poll_interval_ms=10_000))
+    [prepare] = where(events, "offset_commit_sent", node="consumer-1", kind="join_prepare")[:1]
+    [revoked] = [e for e in where(events, "partitions_revoked", node="consumer-1") if e["ts_ms"] > prepare["ts_ms"]][:1]
+    assert 10_000 <= revoked["ts_ms"] - prepare["ts_ms"] < 10_000 + 100  # the poll comes back within poll timeout
+    [answered] = [e for e in where(events, "offset_commit_answered", node="consumer-1") if e["commit_id"] == prepare["commit_id"]]
+    assert answered["ts_ms"] == prepare["ts_ms"] + 30_000 > revoked["ts_ms"]
