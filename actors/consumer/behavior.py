@@ -788,7 +788,7 @@ class Consumer:
 
     def _poll_timeout(self, out: Out) -> None:
         """`max.poll.interval.ms` without a `poll()`: noticed while the heartbeat thread runs
-        and the coordinator is known (`maybeLeaveGroup`)."""
+        and the coordinator is known (`maybeLeaveGroup`); with none known, once one is found."""
         m, cfg = self.m, self.config
         if m.state.has_not_joined or m.coordinator is None or self.app is App.STOPPED:
             return
@@ -1287,6 +1287,10 @@ class Consumer:
             self.m.last_heartbeat_ok_ms = self.now_ms  # a new coordinator: the session starts afresh
             out.emit("coordinator_discovered", group_id=self.config.group_id, coordinator=resp.node_id)
             self._arm_heartbeat(out)
+            if self.now_ms - self.last_poll_ms >= self.config.max_poll_interval_ms:
+                # The heartbeat thread checks the poll timer whenever it runs with a known
+                # coordinator: a deadline that passed while none was known counts now.
+                self._poll_timeout(out)
         else:
             self.find_target += 1
             out.set_timer("find-backoff", self.config.retry_backoff_ms)

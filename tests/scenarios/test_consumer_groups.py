@@ -1034,3 +1034,67 @@ def test_from_3_2_1_the_wait_for_the_pre_rebalance_commit_ends_at_the_rebalance_
     assert 10_000 <= revoked["ts_ms"] - prepare["ts_ms"] < 10_000 + 100  # the poll comes back within poll timeout
     [answered] = [e for e in where(events, "offset_commit_answered", node="consumer-1") if e["commit_id"] == prepare["commit_id"]]
     assert answered["ts_ms"] == prepare["ts_ms"] + 30_000 > revoked["ts_ms"]
+
+
+POLL_TIMEOUT_UNSEEN = """
+[run]
+name = "poll-timeout-unseen"
+"duration.ms" = 170000
+
+[network]
+"latency.min.ms" = 1
+"latency.max.ms" = 5
+
+[cluster]
+brokers = 2
+
+[broker]
+"offsets.topic.num.partitions" = 1
+"group.initial.rebalance.delay.ms" = 100
+
+[[topics]]
+name = "T"
+partitions = 2
+"replication.factor" = 2
+
+[[producers]]
+topic = "T"
+records = 3000
+"interval.ms" = 100
+"records.per.interval" = 2
+partitioner = "round_robin"
+
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+count = 2
+"max.poll.interval.ms" = 60000
+"auto.offset.reset" = "earliest"
+
+[[faults]]
+kind = "stall"
+node = "consumer-1"
+"at.ms" = 10000
+"duration.ms" = 140000
+
+[[faults]]
+kind = "partition"
+between = [["broker-1"], ["consumer-1"]]
+"one.way" = true
+"at.ms" = 12000
+"duration.ms" = 68000
+"""
+
+
+def test_a_poll_timeout_that_passed_while_the_coordinator_was_unknown_counts_once_it_is_found() -> None:
+    """consumer-1 stalls from 10 s and stops hearing from broker 1, its coordinator, from 12 s:
+    it loses the coordinator when its requests time out, and its poll deadline (about 70 s)
+    passes while none is known, when the heartbeat thread does not check it. Once the
+    coordinator is found again (after the cut heals at 80 s), the thread's next check finds
+    the deadline long past: the member leaves (`maybeLeaveGroup`)."""
+    events, _ = run(parse_scenario(POLL_TIMEOUT_UNSEEN, "poll-timeout-unseen.toml"))
+    [lost] = where(events, "coordinator_lost", node="consumer-1")
+    found = [e for e in where(events, "coordinator_discovered", node="consumer-1") if e["ts_ms"] > lost["ts_ms"]]
+    [expired] = where(events, "poll_timeout_expired", node="consumer-1")
+    assert lost["ts_ms"] < 70_000 < 80_000 < found[0]["ts_ms"] == expired["ts_ms"]
+    assert expired["static"] is False
