@@ -193,7 +193,7 @@ class Broker:
             node, _, actor = arg.partition("/")
             produce.unmute(self, ctx, out, Address(node, actor))
         elif kind == "alter-partition":
-            leader.alter_partition_timed_out(self, int(arg))
+            leader.alter_partition_timed_out(self, ctx, out, int(arg))
         elif kind == "fetcher-timeout":
             follower.request_timed_out(self, ctx, out, int(arg))
         elif kind == "fetcher-backoff":

@@ -571,16 +571,21 @@ def _propose_isr(b: Broker, ctx: Ctx, out: Out, partition: Partition, new_isr: f
         _commit_isr(b, ctx, out, partition, new_isr, partition.partition_epoch + 1)
         return
     partition.pending_isr = PendingIsr(new_isr, correlation_id)
-    # AlterPartitionManager retries a request that got no answer; here the change is dropped
-    # and proposed again by the next check or fetch.
     out.set_timer(f"alter-partition:{correlation_id}", b.config.replica_socket_timeout_ms)
 
 
-def alter_partition_timed_out(b: Broker, correlation_id: int) -> None:
+def alter_partition_timed_out(b: Broker, ctx: Ctx, out: Out, correlation_id: int) -> None:
+    """No answer came. `AlterPartitionManager` keeps the change until one does, and its channel
+    to the controller sends it again: the same ISR and partition epoch, which the controller
+    answers with its current state if it had already applied it. Before 2.7 the ZooKeeper
+    write is dropped, and the next check or fetch proposes the change again."""
     for tp in sorted(b.state.partitions):
         partition = b.state.partitions[tp]
-        if partition.pending_isr is not None and partition.pending_isr.correlation_id == correlation_id:
+        pending = partition.pending_isr
+        if pending is not None and pending.correlation_id == correlation_id:
             partition.pending_isr = None
+            if b.config.profile.alter_partition and partition.is_leader:
+                _propose_isr(b, ctx, out, partition, pending.isr)
 
 
 def on_alter_partition_response(

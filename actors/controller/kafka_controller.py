@@ -222,9 +222,14 @@ class KafkaController:
                 error = ErrorCode.NOT_LEADER_OR_FOLLOWER
             elif item.leader_epoch != current.leader_epoch:
                 error = ErrorCode.FENCED_LEADER_EPOCH
+            elif tuple(item.new_isr) == current.isr:
+                # Already so, whatever partition epoch it names: answered with the current
+                # state (`equalsIgnoreZk`, later `equalsAllowStalePartitionEpoch`), so a leader
+                # whose earlier answer was lost and that asks again converges.
+                pass
             elif item.partition_epoch != current.zk_version:
                 error = ErrorCode.INVALID_UPDATE_VERSION
-            elif tuple(item.new_isr) != current.isr:
+            else:
                 accepted[tp] = replace(current, isr=tuple(item.new_isr), controller_epoch=self.ctx.epoch)
             if error is not ErrorCode.NONE:
                 results[tp] = AlterPartitionResult(item.topic, item.partition, error)

@@ -354,3 +354,53 @@ def test_s7_without_unclean_election_the_partition_waits_for_its_isr_and_loses_n
         checks = cluster.final_checks()
         assert (checks["lost_acked"], checks["reused_offsets"], checks["diverged_replicas"]) == (0, 0, [])
         assert cluster.invariants.violations == []
+
+
+LOST_ALTER_PARTITION_ANSWER = """
+[run]
+"duration.ms" = 150000
+[cluster]
+brokers = 3
+[[topics]]
+name = "T"
+partitions = 1
+"replication.factor" = 3
+replicas = [[1, 2, 3]]
+[[producers]]
+topic = "T"
+records = 1400
+"interval.ms" = 100
+acks = "1"
+[[faults]]
+kind = "partition"
+between = [["broker-2"], ["broker-1"]]
+"at.ms" = 10000
+"duration.ms" = 45000
+[[faults]]
+kind = "drop"
+probability = 1.0
+src = ["broker-3"]
+dst = ["broker-1"]
+"at.ms" = 45003
+"duration.ms" = 10
+"""
+"""Broker 1 leads T-0; broker 2 is cut from it from 10 s to 55 s, so at 45 s the leader asks
+the controller (broker 3) to shrink the ISR to [1, 3], and the controller's answer is lost."""
+
+
+def test_an_alter_partition_whose_answer_was_lost_is_sent_again_and_converges() -> None:
+    """The controller wrote ISR [1, 3] at partition epoch 1, but the leader never heard. Its
+    `AlterPartitionManager` keeps the change and sends it again when the request times out,
+    naming the stale partition epoch 0; the controller, already in that state, answers with it
+    (`equalsIgnoreZk`, later `equalsAllowStalePartitionEpoch`), and the leader, at epoch 1, can
+    then add broker 2 back."""
+    cluster, events = _cluster(LOST_ALTER_PARTITION_ANSWER, 1, ())
+    with cluster:
+        cluster.run_to_end()
+        leader = _partition(cluster, 1)
+    changes = [(e["event"], e["isr"], e["partition_epoch"]) for e in _where(events, "isr_shrunk") + _where(events, "isr_expanded")]
+    assert changes == [("isr_shrunk", [1, 3], 1), ("isr_expanded", [1, 2, 3], 2)]
+    [shrunk] = _where(events, "isr_shrunk")
+    assert shrunk["ts_ms"] == 45_000 + 30_000 + 3  # sent again when the first request timed out
+    assert not _where(events, "alter_partition_rejected") and not _where(events, "isr_change_failed")
+    assert (leader["isr"], leader["partition_epoch"]) == ([1, 2, 3], 2)
