@@ -420,6 +420,8 @@ def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = 
         leader_imbalance_check_interval_ms=settings["leader.imbalance.check.interval.seconds"] * 1000,
         leader_imbalance_per_broker_percentage=settings["leader.imbalance.per.broker.percentage"],
         alter_partition=scenario.profile.alter_partition,
+        epoch_checked_writes=scenario.profile.controller_epoch_checked_writes,
+        broker_epochs=scenario.profile.broker_epochs,
     )
     for b in range(1, brokers + 1):
         config = BrokerConfig(

@@ -55,6 +55,12 @@ class Profile:
     """KAFKA-7128 (2.1.0): a follower joins the ISR only once it reaches the leader's epoch."""
     fetch_epoch_fencing: bool
     """KIP-320 (2.1.0): FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH on fetches and ListOffsets."""
+    controller_epoch_checked_writes: bool
+    """KAFKA-6082 (2.1.0): every ZooKeeper write of the controller is a multi that first checks
+    the controller epoch znode's version, so a controller that lost its place writes nothing."""
+    broker_epochs: bool
+    """KIP-380 (2.2.0): the controller's requests carry the broker's epoch, and a broker refuses
+    those meant for an earlier registration of itself (STALE_BROKER_EPOCH)."""
     offset_not_available: bool
     """KIP-207 (2.2.0): a consumer's ListOffsets for the latest offset gets OFFSET_NOT_AVAILABLE
     while the leader's HW is below the start offset of its epoch."""
@@ -112,6 +118,8 @@ class Profile:
             isr_join_needs_epoch_start=v >= (2, 1, 0),
             fetch_epoch_fencing=v >= (2, 1, 0),
             offset_not_available=v >= (2, 2, 0),
+            controller_epoch_checked_writes=v >= (2, 1, 0),
+            broker_epochs=v >= (2, 2, 0),
             incremental_fetch_sessions=v >= (1, 1, 0),
             alter_partition=v >= (2, 7, 0),
             truncate_on_fetch=v >= (2, 8, 0),

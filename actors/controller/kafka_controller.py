@@ -74,6 +74,11 @@ class ControllerSettings:
     leader_imbalance_per_broker_percentage: int = 10
     alter_partition: bool = True
     """2.7+: ISR changes arrive as AlterPartition; before, as ZooKeeper notifications."""
+    epoch_checked_writes: bool = True
+    """2.1+ (KAFKA-6082): each write is a multi after a check of the controller epoch znode."""
+    broker_epochs: bool = True
+    """2.2+ (KIP-380): requests to brokers carry their broker epochs, and ControlledShutdown's
+    broker epoch is checked."""
 
 
 @dataclass(slots=True)
@@ -266,7 +271,7 @@ class KafkaController:
         if broker not in self.ctx.live_brokers:
             self.out.reply(inbound, ControlledShutdownResponse(ErrorCode.BROKER_NOT_AVAILABLE))
             return
-        if request.broker_epoch < self.ctx.live_brokers[broker]:
+        if self.settings.broker_epochs and request.broker_epoch < self.ctx.live_brokers[broker]:
             self.out.reply(inbound, ControlledShutdownResponse(ErrorCode.STALE_BROKER_EPOCH))
             return
         self.ctx.shutting_down.add(broker)
@@ -567,6 +572,10 @@ class KafkaController:
         any of them: ControllerMoved."""
         if not writes:
             return []
+        if not self.settings.epoch_checked_writes:
+            # Before 2.1 a controller that lost its place still writes (KAFKA-6082): it learns
+            # of it only from the watch on /controller.
+            return list((yield tuple(MultiRequest(self.session(), tuple(ops)) for ops in writes)))
         check = Op(OpCode.CHECK, zk.CONTROLLER_EPOCH, version=self.ctx.epoch_zk_version)
         responses: tuple[MultiResponse, ...] = yield tuple(
             MultiRequest(self.session(), (check, *ops)) for ops in writes
@@ -584,7 +593,7 @@ class KafkaController:
             self.channel,
             controller_id=self.broker_id,
             controller_epoch=self.ctx.epoch,
-            broker_epochs=self.ctx.live_brokers,
+            broker_epochs=self.ctx.live_brokers if self.settings.broker_epochs else {},
             metadata=self._metadata,
         )
 

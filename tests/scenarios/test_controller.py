@@ -151,8 +151,9 @@ S11_ZNODES = (
 )
 
 
-def _s11() -> tuple[Cluster, list[dict], Callable[[], None]]:
-    cluster, events = _cluster(S11, 20, S11_ZNODES)
+def _s11(version: str | None = None) -> tuple[Cluster, list[dict], Callable[[], None]]:
+    text = S11 if version is None else S11.replace("[run]", f'[kafka]\nversion = "{version}"\n[run]\ninvariants = "report"')
+    cluster, events = _cluster(text, 20, S11_ZNODES)
 
     def run_until_paused() -> None:
         # B1's failover has sent UpdateMetadata to B3 and queued LeaderAndIsr behind it (one
@@ -204,6 +205,21 @@ def test_s11_controller_failover_and_stale_controller_fencing() -> None:
         assert cluster.state("broker-1", "controller")["state"] == "standby"
         assert _partition(cluster, 1)["role"] == "follower"
         assert cluster.invariants.violations == []
+
+
+def test_s11_before_2_1_the_stale_controller_still_writes() -> None:
+    """Before 2.1 (KAFKA-6082) the controller's ZooKeeper writes carry no check of the
+    controller epoch znode: when B1 wakes after losing its place, its write lands, a partition
+    state with controller epoch 7 under controller 8, and no ControllerMovedException stops
+    it. The invariant that a stale controller's writes are fenced is violated, as Kafka 2.0
+    violated it."""
+    cluster, events, run_until_paused = _s11("2.0")
+    with cluster:
+        run_until_paused()
+        cluster.run_to_end()
+        violations = [v["invariant"] for v in cluster.kernel.invariant_violations]
+    assert not _where(events, "controller_moved")
+    assert "fenced_controller_writes" in violations
 
 
 def test_a_paused_controller_that_resumes_changes_nothing() -> None:
