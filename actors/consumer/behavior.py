@@ -1183,11 +1183,11 @@ class Consumer:
                 self._request_metadata(out)
             elif r.error_code is not ErrorCode.NONE:
                 continue  # tried again at the next poll
-            elif r.end_offset < 0 or r.leader_epoch < 0 or r.end_offset < state.position:
+            elif (undefined := r.end_offset < 0 or r.leader_epoch < 0) or r.end_offset < state.position:
                 truncated.append(tp)
                 if self.config.auto_offset_reset == "none":
                     continue
-                if r.end_offset < 0 or r.leader_epoch < 0:
+                if undefined:
                     state.position, state.awaiting_validation = None, False  # no epoch to go by: reset
                     self._reset_positions(out, [tp])
                 else:

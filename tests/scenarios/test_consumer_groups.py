@@ -690,12 +690,7 @@ def test_a_coordinator_moved_by_a_controlled_shutdown_loses_the_rebalance_under_
     assert (checks["consumed"], checks["acked"], checks["duplicates"], checks["rebalances"]) == (2500, 2500, 0, 2)
 
 
-EXPIRY = """
-[run]
-name = "expiry"
-seed = 1
-"duration.ms" = 100000
-
+ONE_BROKER = """
 [network]
 "latency.min.ms" = 1
 "latency.max.ms" = 5
@@ -706,7 +701,17 @@ brokers = 1
 [broker]
 "offsets.topic.num.partitions" = 1
 "group.initial.rebalance.delay.ms" = 100
-"offsets.retention.minutes" = 1
+"""
+"""One broker, one `__consumer_offsets` partition, a short initial rebalance delay; the
+[broker] section stays open for more keys."""
+
+
+EXPIRY = """
+[run]
+name = "expiry"
+seed = 1
+"duration.ms" = 100000
+""" + ONE_BROKER + """"offsets.retention.minutes" = 1
 "offsets.retention.check.interval.ms" = 5000
 
 [[topics]]
@@ -775,18 +780,7 @@ FENCED = """
 name = "fenced"
 seed = 1
 "duration.ms" = 20000
-
-[network]
-"latency.min.ms" = 1
-"latency.max.ms" = 5
-
-[cluster]
-brokers = 1
-
-[broker]
-"offsets.topic.num.partitions" = 1
-"group.initial.rebalance.delay.ms" = 100
-
+""" + ONE_BROKER + """
 [[topics]]
 name = "T"
 partitions = 2
