@@ -30,8 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sim.cluster import Cluster  # noqa: E402
-from sim.scenario import load_scenario  # noqa: E402
+from sim.cluster.harness import Cluster  # noqa: E402
+from sim.cluster.scenario import load_scenario  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 

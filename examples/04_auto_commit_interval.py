@@ -47,9 +47,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sim.group_figures import last_commit_ms  # noqa: E402
-from sim.scenario import load_scenario  # noqa: E402
-from sim.study_runs import run_once, run_study  # noqa: E402
+from sim.cluster.scenario import load_scenario  # noqa: E402
+from sim.report.group_figures import last_commit_ms  # noqa: E402
+from sim.studies.variants import run_once, run_study  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 INTERVALS_MS = (1000, 2000, 4000, 8000)

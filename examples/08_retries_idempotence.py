@@ -71,7 +71,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sim.study_runs import StudyRuns, run_study  # noqa: E402
+from sim.studies.variants import StudyRuns, run_study  # noqa: E402
 
 SCENARIO = Path(__file__).resolve().parent / "03_idempotent_retries.toml"
 SETTINGS = ("true", "false")

@@ -69,7 +69,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sim.study_runs import StudyRun, StudyRuns, run_study  # noqa: E402
+from sim.studies.variants import StudyRun, StudyRuns, run_study  # noqa: E402
 
 SCENARIO = Path(__file__).resolve().parent / "09_truncation_vs_epochs.toml"
 PROFILES = ("0.10.2", "0.11.0", "3.9")

@@ -60,7 +60,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sim.study_runs import StudyRun, StudyRuns, run_study  # noqa: E402
+from sim.studies.variants import StudyRun, StudyRuns, run_study  # noqa: E402
 
 SCENARIO = Path(__file__).resolve().parent / "10_unclean_election.toml"
 FIRST_STARTS = {("node_started", 0, None), ("leader_elected", None, "new")}

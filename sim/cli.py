@@ -22,14 +22,15 @@ import os
 import re
 import signal
 import sys
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from sim.faults import FaultError
-from sim.kernel import HostKind
-from sim.rundir import RunDirRefused
-from sim.scenario import Scenario, ScenarioError, load_scenario
+from sim.cluster.faults import FaultError
+from sim.cluster.scenario import Scenario, ScenarioError
+from sim.engine.kernel import HostKind
+from sim.studies.builtin import load_study
+from sim.studies.rundir import RunDirRefused
 
 __all__ = ["main"]
 
@@ -170,15 +171,15 @@ def _usage_error(message: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sim.cluster import check_scenario  # noqa: PLC0415 - keeps `--help` fast
-    from sim.runner import default_out_dir, print_progress, run_scenario  # noqa: PLC0415
+    from sim.cluster.harness import check_scenario  # noqa: PLC0415 - keeps `--help` fast
+    from sim.studies.runner import default_out_dir, print_progress, run_scenario  # noqa: PLC0415
 
     overrides = list(args.set)
     if args.seed is not None:
         if args.seed < 0:
             return _usage_error(f"--seed must be at least 0, got {args.seed}")
         overrides.append(f"run.seed={args.seed}")
-    scenario = load_scenario(args.scenario, overrides)
+    scenario = load_study(args.scenario, overrides)
     check_scenario(scenario)
     out_dir = args.out or default_out_dir(scenario)
     progress = print_progress() if sys.stderr.isatty() else None
@@ -437,7 +438,7 @@ def _analysis_line(run_dir: Path, analysis: dict[str, Any]) -> str:
 def _write_run_report(out_dir: Path, summary: dict[str, Any], *, quiet: bool) -> None:
     """The report at the end of a run: the story and plots from the log alone (no Spark).
     A run that failed or was interrupted gets one too: its log is what the user must read."""
-    from sim.report import write_report  # noqa: PLC0415
+    from sim.report.page import write_report  # noqa: PLC0415
 
     path = write_report(out_dir, summary)
     if not quiet:
@@ -448,7 +449,7 @@ def _report(run_dir: Path) -> int:
     """The report needs the summary and the event log; Spark's analysis.json adds its tables."""
     _check_run_dir(run_dir, "summary.json", "events.jsonl")
     from sim.analytics.prescan import BadEventLog, check_event_log  # noqa: PLC0415
-    from sim.report import ANALYSIS_TABLES, SUMMARY_KEYS, write_report  # noqa: PLC0415
+    from sim.report.page import ANALYSIS_TABLES, SUMMARY_KEYS, write_report  # noqa: PLC0415
 
     summary = _json_object(run_dir / "summary.json", "a run summary")
     missing = [key for key in SUMMARY_KEYS if key not in summary]
@@ -500,7 +501,8 @@ def _study(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from sim.sweep import SweepTaskFailed, plan_sweep, prepare_sweep_dir, progress_bar, run_sweep  # noqa: PLC0415
+    from sim.studies.sweep import SweepTaskFailed, prepare_sweep_dir, progress_bar, run_sweep  # noqa: PLC0415
+    from sim.studies.sweep_plan import plan_sweep  # noqa: PLC0415
 
     plan = plan_sweep(args.scenario, args.set, args.grid, args.seeds)
     _check_master(args.master)
@@ -541,7 +543,7 @@ def _sweep(args: argparse.Namespace) -> int:
 def _sweep_status(plan: Any, results: list[dict[str, Any]], out: Path) -> int:
     """1 when a run failed (one line each), 2 when a run showed a mistake in the input (as
     `run` does), else 0."""
-    from sim.scenario import parse_scenario  # noqa: PLC0415
+    from sim.cluster.scenario import parse_scenario  # noqa: PLC0415
 
     status = 0
     configs = {c.config_id: c for c in plan.configs}
@@ -562,7 +564,7 @@ def _sweep_status(plan: Any, results: list[dict[str, Any]], out: Path) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from sim.bench import run_kernel_bench, run_std_bench, run_sweep_bench  # noqa: PLC0415
+    from sim.studies.bench import run_kernel_bench, run_std_bench, run_sweep_bench  # noqa: PLC0415
 
     if not args.json:
         sys.stderr.write("measuring the kernel: Pykka host against the direct executor...\n")
@@ -577,7 +579,7 @@ def _bench(args: argparse.Namespace) -> int:
             sys.stderr.write("timing a sweep of 8 short runs on Spark, local[1] then local[2]...\n")
         figures["sweep"] = run_sweep_bench()
     if args.analytics:
-        from sim.analytics.bench import analytics_figures  # noqa: PLC0415 - Spark only when asked
+        from sim.studies.analytics_bench import analytics_figures  # noqa: PLC0415 - Spark only when asked
 
         if not args.json:
             sys.stderr.write("timing the Spark duplicate and final-log jobs on 5 million events...\n")

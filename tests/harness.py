@@ -13,6 +13,7 @@ from actors.broker.behavior import Broker
 from actors.broker.config import BROKER_ACTOR, BrokerConfig
 from actors.core import Address, Ctx, Inbound, Out
 from actors.producer.behavior import Producer, ProducerConfig
+from actors.profiles import Profile
 from protocols.errors import ErrorCode
 from protocols.replication import (
     AlterPartitionRequest,
@@ -24,11 +25,10 @@ from protocols.replication import (
     ProduceRequest,
     ProduceResponse,
 )
-from sim.disk import Disk
-from sim.invariants import Invariants
-from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec
-from sim.network import NetworkConfig
-from sim.profiles import Profile
+from sim.cluster.invariants import Invariants
+from sim.engine.disk import Disk
+from sim.engine.kernel import ActorSpec, HostKind, Kernel, NodeSpec
+from sim.engine.network import NetworkConfig
 
 SCRIPT = Address("harness", "script")
 
@@ -178,6 +178,6 @@ def log_values(kernel: Kernel, broker: int, tp: str = "T-0") -> list[str]:
 
 
 def final_replicas(kernel: Kernel, brokers: tuple[int, ...], tp: str = "T-0") -> dict[int, tuple[list[tuple[int, int, str]], int]]:
-    """Each replica's (log, HW), the input of `sim.invariants.diverged_replicas`."""
+    """Each replica's (log, HW), the input of `sim.cluster.invariants.diverged_replicas`."""
     views = {b: partition_view(kernel, b, tp) for b in brokers}
     return {b: ([tuple(r) for r in v["log"]], v["high_watermark"]) for b, v in views.items()}

@@ -8,7 +8,7 @@ from functools import cache
 from actors.broker.retention import OFFSETS_TOPIC_SEGMENT_BYTES, LogConfig
 from actors.core import Address
 from protocols.replication import LeaderAndIsrPartition
-from sim.profiles import Profile
+from actors.profiles import Profile
 
 __all__ = [
     "BROKER_ACTOR",

@@ -22,7 +22,7 @@ from actors.broker.replica_state import (
     update_fetch_state,
 )
 from protocols.types import NO_LEADER, TopicPartition
-from sim.profiles import Profile
+from actors.profiles import Profile
 
 if TYPE_CHECKING:
     from actors.broker.state import LeaderFetchSession

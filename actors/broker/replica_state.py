@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from sim.profiles import Profile
+from actors.profiles import Profile
 
 __all__ = [
     "NEVER_MS",

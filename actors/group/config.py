@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from actors.broker.config import broker_address, group_coordinator_address
 from actors.core import Address
-from sim.profiles import Profile
+from actors.profiles import Profile
 
 __all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupCoordinatorConfig"]
 

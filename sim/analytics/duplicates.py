@@ -1,6 +1,6 @@
 """Consumed records and duplicates by cause, on Spark, from the events alone.
 
-The rules are `sim/groups.py`'s (its module docstring has the table): every processing of a
+The rules are `sim/cluster/accounting.py`'s (its module docstring has the table): every processing of a
 record (group, partition, offset, the leader epoch it was written in) after the first is one
 duplicate, labelled by the hold that processed it before, once that hold has ended, else by
 the hold processing now (a zombie), else `unexplained`. A hold is one consumer's ownership of

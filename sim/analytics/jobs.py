@@ -22,7 +22,7 @@ from sim.analytics.duplicates import duplicates_by_run
 from sim.analytics.events import read_events
 from sim.analytics.final_logs import final_log_figures
 from sim.analytics.session import together
-from sim.run_facts import KERNEL_FAULT_EVENTS as FAULT_EVENTS
+from sim.engine.trace import KERNEL_FAULT_EVENTS as FAULT_EVENTS
 
 __all__ = ["analyze_runs", "read_events"]
 

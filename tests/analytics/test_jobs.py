@@ -11,8 +11,8 @@ import orjson
 import pytest
 
 from sim.analytics.jobs import ISR_EVENTS, analyze_runs
-from sim.runner import run_scenario
-from sim.scenario import parse_scenario
+from sim.cluster.scenario import parse_scenario
+from sim.studies.runner import run_scenario
 
 pytestmark = pytest.mark.spark
 
@@ -77,7 +77,7 @@ def test_a_malformed_line_fails_the_job_instead_of_becoming_nulls(spark: Any, tm
 def test_kafka_figures_match_the_log(spark: Any, tmp_path: Path) -> None:
     """Produce outcomes, ISR changes and each replica's LEO/HW per second, on the first 50 s of
     the broker-fault example (a power loss, then a return)."""
-    from sim.scenario import load_scenario
+    from sim.cluster.scenario import load_scenario
 
     example = Path(__file__).resolve().parents[2] / "examples" / "03_idempotent_retries.toml"
     run_scenario(load_scenario(str(example), ["run.duration.ms=50000"]), tmp_path)

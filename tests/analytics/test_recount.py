@@ -18,11 +18,18 @@ from typing import Any
 import pytest
 
 from sim.analytics.jobs import analyze_runs
-from sim.kernel import HostKind
-from sim.runner import run_scenario
-from sim.scenario import parse_scenario
+from sim.cluster.scenario import parse_scenario
+from sim.engine.kernel import HostKind
+from sim.studies.runner import run_scenario
 from tests.properties import group_swarm, swarm
-from tests.scenarios.test_consumer_groups import EXPIRED_CRASH, EXPIRY, FENCED, JOINER, SAME_INSTANCE, TRUNCATED
+from tests.scenarios.test_consumer_groups import (
+    EXPIRED_CRASH,
+    EXPIRY,
+    FENCED,
+    JOINER,
+    SAME_INSTANCE,
+    TRUNCATED,
+)
 
 pytestmark = pytest.mark.spark
 

@@ -254,7 +254,7 @@ def test_a_full_disk_is_one_line_naming_the_file(
     """The event log written to /dev/full, where every write fails as on a full disk. The run
     gives back what it took: the actors' threads, and the CPU and policy it pinned itself to."""
     from sim.cli import main
-    from sim.eventlog import EventLog
+    from sim.engine.eventlog import EventLog
 
     opened = EventLog.__init__
     monkeypatch.setattr(EventLog, "__init__", lambda log, path=None: opened(log, path and Path("/dev/full")))
@@ -313,7 +313,7 @@ def test_interrupt_keeps_a_complete_log_and_marks_the_summary(tmp_path: Path) ->
 
 def test_bench_prints_the_kernel_figures_as_json() -> None:
     """Not a timing test: checks the contract of the figures on a small workload."""
-    from sim.bench import BenchConfig, run_kernel_bench
+    from sim.studies.bench import BenchConfig, run_kernel_bench
 
     figures = run_kernel_bench(BenchConfig(nodes=5, actors_per_node=2, min_deliveries=3000, rounds=1))
     assert set(figures) >= {"pykka_deliveries_per_s", "direct_deliveries_per_s", "ratio"}
@@ -326,7 +326,7 @@ def test_bench_prints_the_kernel_figures_as_json() -> None:
 def test_bench_std_figures_are_consistent_with_each_other() -> None:
     """Not a timing test: the standard workload's figures on five simulated seconds (crash at
     2 s, restart at 3 s), each derived from the others as documented."""
-    from sim.bench import std_figures
+    from sim.studies.bench import std_figures
 
     f = std_figures(("run.duration.ms=5000", "faults.1.at.ms=2000", "faults.1.restart.after.ms=1000"))
     assert (f["simulated_s"], f["segment_s"], len(f["wall_per_segment_s"])) == (5.0, 1.0, 5)

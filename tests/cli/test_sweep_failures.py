@@ -22,16 +22,16 @@ COMMIT = "consumers.1.auto.commit.interval.ms"
 # among them: the run of seed 2 kills its worker, as a crash of the interpreter would.
 CRASH_HOOK = """\
 import os
-import sim.runner
+import sim.studies.runner
 
-_run = sim.runner.run_scenario
+_run = sim.studies.runner.run_scenario
 
 def run_scenario(scenario, out_dir, **kwargs):
     if scenario.seed == 2:
         os._exit(3)
     return _run(scenario, out_dir, **kwargs)
 
-sim.runner.run_scenario = run_scenario
+sim.studies.runner.run_scenario = run_scenario
 """
 
 

@@ -44,9 +44,9 @@ def test_a_study_refuses_a_bad_out_with_one_line(tmp_path: Path) -> None:
 
 
 def _figures(name: str, overrides: list[str]) -> dict:
-    from sim.cluster import Cluster
-    from sim.kernel import HostKind
-    from sim.scenario import load_scenario
+    from sim.cluster.harness import Cluster
+    from sim.cluster.scenario import load_scenario
+    from sim.engine.kernel import HostKind
 
     with Cluster(load_scenario(str(EXAMPLES / name), overrides), host=HostKind.DIRECT) as cluster:
         cluster.run_to_end()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.cluster import check_scenario
-from sim.scenario import parse_scenario
+from sim.cluster.harness import check_scenario
+from sim.cluster.scenario import parse_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "guide.md"
@@ -115,7 +115,7 @@ def test_guide_mistakes_print_what_the_guide_shows() -> None:
 
 
 def test_guide_python_example_prints_what_the_guide_shows() -> None:
-    (example,) = [b for b in _code_blocks("python") if "from sim.cluster import Cluster" in b]
+    (example,) = [b for b in _code_blocks("python") if "from sim.cluster.harness import Cluster" in b]
     result = subprocess.run(
         [sys.executable, "-c", example], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
     )

@@ -194,7 +194,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "process_crash_is_silent",
         "a crashed process on a live machine closes its connections and refuses new ones (NetworkClient disconnections)",
-        "sim/kernel.py",
+        "sim/engine/kernel.py",
         "state.refusing = kind is CrashKind.PROCESS",
         "state.refusing = False",
         ("tests/scenarios/test_connections.py",),
@@ -282,7 +282,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "unknown_producer_accepted_before_2_5",
         "before KIP-360 (2.5) a producer id with no state is accepted only from sequence 0 (ProducerAppendInfo.checkSequence)",
-        "sim/profiles.py",
+        "actors/profiles.py",
         "accept_unknown_producer=v >= (2, 5, 0),",
         "accept_unknown_producer=True,",
         (f"{PRODUCER}::test_a_producer_id_the_broker_has_no_state_for",),

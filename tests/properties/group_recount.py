@@ -1,6 +1,6 @@
 """A recount of a run's consumed duplicates from its `events.jsonl` alone.
 
-It reads only fields that docs/log-schema.md documents and shares no code with `sim/groups.py`,
+It reads only fields that docs/log-schema.md documents and shares no code with `sim/cluster/accounting.py`,
 whose figures `summary.json` reports: the two are written separately from Kafka's rules, so a
 mistake in either shows as a disagreement.
 

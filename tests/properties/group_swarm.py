@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.kernel import HostKind
-from sim.runner import run_scenario
-from sim.scenario import parse_scenario
+from sim.cluster.scenario import parse_scenario
+from sim.engine.kernel import HostKind
+from sim.studies.runner import run_scenario
 
 __all__ = ["GroupRun", "examples", "plan", "run"]
 

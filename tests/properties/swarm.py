@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sim.cluster import Cluster
-from sim.profiles import parse_version
-from sim.scenario import parse_scenario
+from actors.profiles import parse_version
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
 
 __all__ = ["ERAS", "Outcome", "SwarmConfig", "examples", "run"]
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from sim.narrative import MAX_LINES, narrate
-from sim.narrative_text import partitions
-from sim.report import _leader_rows
-from sim.run_facts import RunFacts, scan_events
-from sim.runner import run_scenario
-from sim.scenario import load_scenario
+from sim.cluster.scenario import load_scenario
+from sim.report.narrative import MAX_LINES, narrate
+from sim.report.narrative_text import partitions
+from sim.report.page import _leader_rows
+from sim.report.run_facts import RunFacts, scan_events
+from sim.studies.runner import run_scenario
 
 STORY = Path(__file__).with_name("story.toml")
 

@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-from sim.report import write_report
-from sim.runner import run_scenario
-from sim.scenario import load_scenario
+from sim.report.page import write_report
+from sim.studies.builtin import load_study
+from sim.studies.runner import run_scenario
 
 pytestmark = pytest.mark.browser
 
 MAGENTA = (255, 0, 255)
-"""The hatch colour of the first cause's duplicate spans (sim/report_plots.py's CAUSE_COLOURS),
+"""The hatch colour of the first cause's duplicate spans (sim/report/plots.py's CAUSE_COLOURS),
 used by nothing else on the page."""
 
 _PROBE = """<script>
@@ -66,7 +66,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     chromium = _chromium()
     tmp = tmp_path_factory.mktemp("browser")
     run_dir = tmp / "default"
-    summary = run_scenario(load_scenario(None), run_dir)
+    summary = run_scenario(load_study(None), run_dir)
     page = write_report(run_dir, summary)  # no analysis.json: no Spark
     html = page.read_text()
     probe = tmp / "probe.html"

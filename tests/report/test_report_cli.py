@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from sim.cli import main
-from sim.runner import run_scenario
-from sim.scenario import load_scenario
+from sim.cluster.scenario import load_scenario
+from sim.studies.runner import run_scenario
 
 STORY = Path(__file__).with_name("story.toml")
 

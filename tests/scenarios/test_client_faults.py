@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sim.cluster import Cluster
+from sim.cluster.harness import Cluster
 from tests.scenarios.test_consumer_groups import TWO, run, scenario, where
 
 

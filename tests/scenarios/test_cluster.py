@@ -7,9 +7,9 @@ from pathlib import Path
 import orjson
 import pykka
 
-from sim.cluster import Cluster
-from sim.runner import run_scenario
-from sim.scenario import parse_scenario
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
+from sim.studies.runner import run_scenario
 
 KAFKA = """
 [run]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.cluster import Cluster
-from sim.scenario import parse_scenario
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
 
 SCENARIO = """
 [run]

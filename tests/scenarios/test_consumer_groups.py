@@ -11,8 +11,8 @@ import pytest
 from actors.group.placement import partition_for
 from actors.group.records import group_record
 from actors.group.state import ClassicGroup
-from sim.cluster import Cluster
-from sim.scenario import parse_scenario
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
 from tests.harness import seeded_disk
 
 BASE = """

@@ -8,10 +8,10 @@ from typing import Any
 
 from protocols.codec import decode_frame
 from protocols.metadata import MetadataRequest
-from sim.cluster import Cluster
-from sim.kernel import HostKind
-from sim.scenario import parse_scenario
-from sim.studies import STANDARD_WORKLOAD
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
+from sim.engine.kernel import HostKind
+from sim.studies.builtin import STANDARD_WORKLOAD
 
 # broker-1's process crashes at 20 s and restarts at 30 s, before its old ZooKeeper session
 # expires: until then the controller still names it leader of its partitions, and it leads none.

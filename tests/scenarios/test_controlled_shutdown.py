@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from actors.controller.election import Elected, controlled_shutdown_leader
-from sim.cluster import Cluster
-from sim.scenario import parse_scenario
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
 
 SCENARIO = """
 [run]

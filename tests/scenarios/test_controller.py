@@ -14,8 +14,8 @@ from typing import Any
 
 from actors.controller import zkdata as zk
 from protocols.types import TopicPartition
-from sim.cluster import Cluster
-from sim.scenario import parse_scenario
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
 from tests.harness import seeded_disk
 
 T0, T1 = TopicPartition("T", 0), TopicPartition("T", 1)

@@ -9,9 +9,9 @@ from typing import Any
 from actors.controller.behavior import Controller, ControllerConfig
 from actors.core import Address
 from actors.zookeeper.behavior import ZooKeeper
-from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec
-from sim.invariants import Invariants
-from sim.network import NetworkConfig
+from sim.cluster.invariants import Invariants
+from sim.engine.kernel import ActorSpec, HostKind, Kernel, NodeSpec
+from sim.engine.network import NetworkConfig
 
 BROKERS = (1, 2, 3)
 

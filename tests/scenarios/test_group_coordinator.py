@@ -42,9 +42,9 @@ from protocols.group import (
     SyncGroupResponse,
     TopicPartitions,
 )
-from sim.cluster import Cluster
-from sim.kernel import ActorSpec, HostKind, NodeSpec
-from sim.scenario import parse_scenario
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
+from sim.engine.kernel import ActorSpec, HostKind, NodeSpec
 
 E = ErrorCode
 GROUP = "my-group"

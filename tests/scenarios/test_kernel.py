@@ -13,10 +13,10 @@ import pytest
 
 from actors.core import Address
 from actors.workload import GossipActor
-from sim.cluster import Cluster
-from sim.kernel import HostKind, SimulationFailed, StopReason
-from sim.runner import run_scenario
-from sim.scenario import Scenario, parse_scenario
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import Scenario, parse_scenario
+from sim.engine.kernel import HostKind, SimulationFailed, StopReason
+from sim.studies.runner import run_scenario
 
 FAULTY = """
 [run]
@@ -191,8 +191,8 @@ def test_run_until_a_condition_or_an_event_limit() -> None:
 
 _ASK_EVERYONE = """
 import sys, threading
-from sim.cluster import Cluster
-from sim.scenario import parse_scenario
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
 from tests.scenarios.test_kernel import FAULTY
 threads = set()
 def ask_everyone(cluster):

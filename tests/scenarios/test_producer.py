@@ -14,12 +14,19 @@ from actors.producer.config import ProducerConfig
 from protocols.errors import ErrorCode
 from protocols.metadata import UpdateMetadataPartition, UpdateMetadataRequest
 from protocols.replication import ProducePartitionData, ProduceRequest
-from sim.disk import CrashKind
-from sim.network import FaultKind, LinkFault
-from sim.cluster import Cluster
-from sim.runner import run_scenario
-from sim.scenario import parse_scenario
-from tests.harness import Script, build, leader_and_isr, partition_view, produce_results, seeded_disk
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
+from sim.engine.disk import CrashKind
+from sim.engine.network import FaultKind, LinkFault
+from sim.studies.runner import run_scenario
+from tests.harness import (
+    Script,
+    build,
+    leader_and_isr,
+    partition_view,
+    produce_results,
+    seeded_disk,
+)
 
 B1, B2, B3 = broker_address(1), broker_address(2), broker_address(3)
 SEEDED = [(f"m{i}", 0) for i in range(10)]

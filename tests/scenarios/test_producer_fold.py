@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from actors.producer.behavior import Producer
-from sim.cluster import Cluster
-from sim.kernel import HostKind
-from sim.scenario import parse_scenario
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
+from sim.engine.kernel import HostKind
 
 CLUSTER = """\
 [run]

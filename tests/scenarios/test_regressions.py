@@ -12,7 +12,7 @@ from protocols.replication import (
     ProduceRequest,
     ProduceResponse,
 )
-from sim.network import FaultKind, LinkFault
+from sim.engine.network import FaultKind, LinkFault
 from tests.harness import Script, build, leader_and_isr, log_values, partition_view
 
 B1, B2 = broker_address(1), broker_address(2)
@@ -123,8 +123,8 @@ def test_a_controller_whose_zookeeper_answer_was_lost_sends_its_requests_again()
     idempotence does."""
     from pathlib import Path
 
-    from sim.cluster import Cluster
-    from sim.scenario import load_scenario
+    from sim.cluster.harness import Cluster
+    from sim.cluster.scenario import load_scenario
 
     example = Path(__file__).resolve().parents[2] / "examples" / "03_idempotent_retries.toml"
     scenario = load_scenario(str(example), ["producers.1.enable.idempotence=false"])

@@ -11,7 +11,7 @@ import pytest
 from actors.broker.config import broker_address
 from protocols.errors import ErrorCode
 from protocols.replication import AlterPartitionRequest, ProduceResponse
-from sim.log_checks import diverged_replicas, lost_acknowledged
+from sim.cluster.log_checks import diverged_replicas, lost_acknowledged
 from tests.harness import (
     Script,
     build,

@@ -21,8 +21,8 @@ from protocols.replication import (
     ListOffsetsRequest,
     ListOffsetsResponse,
 )
-from sim.log_checks import diverged_replicas
-from sim.kernel import Kernel
+from sim.cluster.log_checks import diverged_replicas
+from sim.engine.kernel import Kernel
 from tests.harness import (
     Script,
     build,

@@ -14,10 +14,10 @@ import random
 import pytest
 
 from actors.broker import follower, leader
-from sim.cluster import Cluster
-from sim.kernel import HostKind
-from sim.scenario import Scenario, parse_scenario
-from sim.studies import STANDARD_WORKLOAD
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import Scenario, parse_scenario
+from sim.engine.kernel import HostKind
+from sim.studies.builtin import STANDARD_WORKLOAD
 from tests.properties.swarm import BASE, fault_plan
 
 

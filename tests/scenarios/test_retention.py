@@ -15,9 +15,9 @@ import pytest
 
 from actors.broker.partition_log import log_file
 from protocols.types import TopicPartition
-from sim.cluster import Cluster
-from sim.kernel import HostKind
-from sim.scenario import parse_scenario
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
+from sim.engine.kernel import HostKind
 
 BATCH = 169
 SCENARIO = """

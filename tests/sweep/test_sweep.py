@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from sim.runner import run_scenario
-from sim.scenario import load_scenario
-from sim.stats import t_quantile
-from sim.sweep import plan_sweep, prepare_sweep_dir, progress_bar, run_sweep, split_values
+from sim.cluster.scenario import load_scenario
+from sim.studies.runner import run_scenario
+from sim.studies.stats import t_quantile
+from sim.studies.sweep import prepare_sweep_dir, progress_bar, run_sweep
+from sim.studies.sweep_plan import plan_sweep, split_values
 
 ROOT = Path(__file__).resolve().parents[2]
 

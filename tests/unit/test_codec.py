@@ -14,15 +14,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from protocols import FrameError, Kind, decode_frame, encode_frame, registered
-from protocols.application import ApplicationCall
-from protocols.connection import Disconnected
-from protocols.errors import ErrorCode
-from protocols.registry import field, message
 from protocols import group as g
 from protocols import metadata as m
 from protocols import producer as pr
 from protocols import replication as r
 from protocols import zookeeper as z
+from protocols.application import ApplicationCall
+from protocols.connection import Disconnected
+from protocols.errors import ErrorCode
+from protocols.registry import field, message
 from protocols.workload import Gossip, PingRequest, PingResponse
 
 GOLDEN = Path(__file__).with_name("golden_frames.json")

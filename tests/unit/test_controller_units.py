@@ -16,7 +16,7 @@ from actors.controller.election import (
 from actors.controller.states import IllegalStateChange, PartitionState, ReplicaState
 from actors.zookeeper.behavior import ZooKeeper
 from protocols.types import TopicPartition
-from sim.invariants import Invariants
+from sim.cluster.invariants import Invariants
 
 
 def test_offline_election_scans_the_assignment_order_not_the_isr_order() -> None:

@@ -3,16 +3,16 @@ affinity comes back when the run ends."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
 import threading
-import fcntl
 from pathlib import Path
 
 import pytest
 
-from sim.cpu_claim import one_core
+from sim.engine.cpu_claim import one_core
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
@@ -25,7 +25,7 @@ def _claim_in_another_worker(lock_dir: Path) -> str:
     """What a claim in another process finds: its core and its affinity inside the claim. The
     child starts on every core, as a Spark worker does (it is not a child of a pinned thread)."""
     code = (
-        "import os, sys; from pathlib import Path; from sim.cpu_claim import one_core\n"
+        "import os, sys; from pathlib import Path; from sim.engine.cpu_claim import one_core\n"
         "os.sched_setaffinity(0, {int(c) for c in sys.argv[2].split(',')})\n"
         "with one_core(Path(sys.argv[1])) as core: print(core, sorted(os.sched_getaffinity(0)))"
     )

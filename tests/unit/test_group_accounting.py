@@ -1,4 +1,4 @@
-"""Duplicates and their causes from short event stories, counted by `sim/groups.py` (what
+"""Duplicates and their causes from short event stories, counted by `sim/cluster/accounting.py` (what
 summary.json reports) and by the swarm's recount from the log (tests/properties/group_recount.py):
 both must give the exact figures each story states. The stories are the cases where the two
 disagreed in the group swarm, and the rule that settled each."""
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from sim.groups import GroupAccounting
-from sim.profiles import parse_version
+from actors.profiles import parse_version
+from sim.cluster.accounting import GroupAccounting
 from tests.properties.group_recount import recount
 
 G = "g"
@@ -104,7 +104,7 @@ def counted(story: Story) -> Iterator[tuple[str, int, dict[str, int]]]:
     for event in story.events:
         accounting(event)
     summary = accounting.summary()
-    yield "sim/groups.py", summary["duplicates"], summary["duplicates_by_cause"]
+    yield "sim/cluster/accounting.py", summary["duplicates"], summary["duplicates_by_cause"]
     again = recount(story.events)
     yield "recount", again.duplicates, dict(sorted(again.by_cause.items()))
 

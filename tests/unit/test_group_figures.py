@@ -1,11 +1,20 @@
-"""The figures the example studies read from an event log (sim/group_figures.py), on short
+"""The figures the example studies read from an event log (sim/report/group_figures.py), on short
 histories with the fields docs/log-schema.md gives the events."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sim.group_figures import Handover, causes_text, commit_errors, commits_sent, handovers, last_commit_ms, removal, table
+from sim.report.group_figures import (
+    Handover,
+    causes_text,
+    commit_errors,
+    commits_sent,
+    handovers,
+    last_commit_ms,
+    removal,
+    table,
+)
 
 
 def ev(ts_ms: int, node: str, event: str, **fields: Any) -> dict[str, Any]:

@@ -9,10 +9,10 @@ import orjson
 import pytest
 
 from actors.broker.config import broker_address
-from sim.eventlog import EventLog
-from sim.invariants import Invariants, Violation
-from sim.log_checks import diverged_replicas, lost_acknowledged
-from sim.kernel import SimulationFailed
+from sim.cluster.invariants import Invariants, Violation
+from sim.cluster.log_checks import diverged_replicas, lost_acknowledged
+from sim.engine.eventlog import EventLog
+from sim.engine.kernel import SimulationFailed
 from tests.harness import Script, build, leader_and_isr
 
 

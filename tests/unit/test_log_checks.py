@@ -9,7 +9,7 @@ from typing import Any
 
 from protocols.records import LogEntries, ValueRun, compact_values
 from protocols.replication import RecordBatch
-from sim.log_checks import ValueIndex, at_offsets, diverged_replicas, runs_of, written_twice
+from sim.cluster.log_checks import ValueIndex, at_offsets, diverged_replicas, runs_of, written_twice
 
 Entries = list[tuple[int, int, str]]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 
 from actors.core import Append, Flush, Truncate, WriteFile
-from sim.disk import CrashKind, Disk
-from sim.network import FaultKind, LinkFault, Network, NetworkConfig
+from sim.engine.disk import CrashKind, Disk
+from sim.engine.network import FaultKind, LinkFault, Network, NetworkConfig
 
 
 def _net(seed: int = 1, low: int = 1, high: int = 20) -> Network:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from actors.broker.partition_log import PartitionLog
 from actors.core import Out
 from protocols import decode_frame, encode_frame
-from protocols.records import LogEntries, ValueRun, compact_values, numbered, producer_records
 from protocols.errors import ErrorCode
+from protocols.records import LogEntries, ValueRun, compact_values, numbered, producer_records
 from protocols.replication import FetchedPartition, FetchResponse, RecordBatch
 from protocols.types import TopicPartition
 

@@ -12,7 +12,7 @@ from actors.core import Address, Ctx, Inbound, Out
 from actors.runtime import ActorRuntime, Delivery, HandlerError
 from protocols import encode_frame
 from protocols.workload import PingRequest, PingResponse
-from sim.trace import ActorLog, TraceContext
+from sim.engine.trace import ActorLog, TraceContext
 
 ME = Address("n1", "a")
 PEER = Address("n2", "b")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from sim.cluster import check_scenario
-from sim.faults import FaultError
-from sim.profiles import Profile
-from sim.scenario import ScenarioError, load_scenario, parse_scenario
+from actors.profiles import Profile
+from sim.cluster.faults import FaultError
+from sim.cluster.harness import check_scenario
+from sim.cluster.scenario import ScenarioError, load_scenario, parse_scenario
+from sim.studies.builtin import load_study
 
 
 def _error(text: str, overrides: tuple[str, ...] = ()) -> str:
@@ -26,7 +27,7 @@ def test_defaults_fill_every_key_and_dotted_keys_work_quoted_or_not() -> None:
 
 
 def test_resolved_scenario_round_trips_through_toml() -> None:
-    s = load_scenario(None, ["run.seed=7", "kafka.version=2.8"])
+    s = load_study(None, ["run.seed=7", "kafka.version=2.8"])
     again = parse_scenario(s.to_toml(), "resolved")
     assert again.sections == s.sections
     assert again.faults == s.faults
@@ -36,7 +37,7 @@ def test_resolved_scenario_round_trips_through_toml() -> None:
 def test_overrides() -> None:
     s = parse_scenario("[cluster]\nbrokers = 1\n", "s.toml", ["run.seed=42", "network.latency.max.ms=30", "kafka.version=2.4"])
     assert (s.seed, s.get("network", "latency.max.ms"), s.profile.name) == (42, 30, "2.4")
-    faulty = load_scenario(None, ["faults.1.restart.after.ms=10"])
+    faulty = load_study(None, ["faults.1.restart.after.ms=10"])
     assert faulty.faults[0]["restart.after.ms"] == 10
 
 
@@ -201,7 +202,7 @@ def test_explicit_settings_win_over_the_profile_and_acks_spellings_agree() -> No
 
 
 def test_round_robin_assignment() -> None:
-    from sim.scenario import replica_assignment
+    from sim.cluster.scenario import replica_assignment
 
     topic = {"replicas": [], "replication.factor": 2, "partitions": 4}
     assert replica_assignment(topic, 3) == [[1, 2], [2, 3], [3, 1], [1, 2]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.stats import t_cdf, t_quantile
+from sim.studies.stats import t_cdf, t_quantile
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import pytest
 from actors.broker.behavior import Broker
 from actors.broker.config import BrokerConfig, broker_address
 from actors.core import Address, Ctx, Inbound, Send
+from actors.profiles import Profile
 from protocols.errors import ErrorCode
 from protocols.replication import (
     FetchPartition,
@@ -20,7 +21,6 @@ from protocols.replication import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
-from sim.profiles import Profile
 from tests.harness import leader_and_isr
 
 CONTROLLER = Address("harness", "script")

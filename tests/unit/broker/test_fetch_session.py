@@ -11,6 +11,7 @@ from actors.broker.config import BrokerConfig, broker_address
 from actors.broker.partition import Partition
 from actors.broker.partition_log import PartitionLog
 from actors.core import Address, Ctx, Inbound, Out, Send
+from actors.profiles import Profile
 from protocols.errors import ErrorCode
 from protocols.replication import (
     FetchedPartition,
@@ -22,7 +23,6 @@ from protocols.replication import (
     RecordBatch,
 )
 from protocols.types import TopicPartition
-from sim.profiles import Profile
 
 CONTROLLER = Address("harness", "script")
 

@@ -8,7 +8,7 @@ from actors.broker.retention import LogConfig
 from actors.core import Append, Flush, Out, Truncate
 from protocols.replication import RecordBatch, batch_size_bytes
 from protocols.types import TopicPartition
-from sim.disk import CrashKind, Disk
+from sim.engine.disk import CrashKind, Disk
 
 TP = TopicPartition("T", 0)
 

@@ -12,7 +12,7 @@ from actors.broker.replica_state import (
     reset_for_new_leader,
     update_fetch_state,
 )
-from sim.profiles import Profile
+from actors.profiles import Profile
 
 V39 = Profile.for_version("3.9")
 V36 = Profile.for_version("3.6")

@@ -7,7 +7,7 @@ import pytest
 
 from actors.consumer.config import JoinPrepareCommit
 from actors.consumer.fetcher import Fetcher, Returned
-from actors.consumer.membership import MemberState, Membership
+from actors.consumer.membership import Membership, MemberState
 from protocols.errors import ErrorCode
 from protocols.replication import FetchedPartition, RecordBatch
 from protocols.types import TopicPartition

@@ -13,6 +13,7 @@ from actors.broker.config import broker_address
 from actors.core import Address, CancelTimer, Ctx, Emit, Inbound, Out, Send, SetTimer
 from actors.group.config import GroupCoordinatorConfig
 from actors.group.coordinator import GroupCoordinator
+from actors.profiles import Profile
 from protocols.errors import ErrorCode
 from protocols.group import (
     Assignment,
@@ -25,8 +26,12 @@ from protocols.group import (
     SyncGroupRequest,
     TopicPartitions,
 )
-from protocols.replication import ProducePartitionResponse, ProduceRequest, ProduceResponse, RecordBatch
-from sim.profiles import Profile
+from protocols.replication import (
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+    RecordBatch,
+)
 
 GROUP = "g"
 BROKER = broker_address(1)

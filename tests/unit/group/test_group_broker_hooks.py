@@ -9,8 +9,14 @@ from actors.broker.behavior import Broker
 from actors.broker.config import BrokerConfig, broker_address, group_coordinator_address
 from actors.core import Address, Ctx, Emit, Inbound, Out, Send
 from actors.group.placement import OFFSETS_TOPIC
+from actors.profiles import Profile
 from protocols.errors import ErrorCode
-from protocols.group import CoordinatorElected, CoordinatorResigned, FindCoordinatorRequest, FindCoordinatorResponse
+from protocols.group import (
+    CoordinatorElected,
+    CoordinatorResigned,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
 from protocols.metadata import (
     StopReplicaPartition,
     StopReplicaRequest,
@@ -18,7 +24,6 @@ from protocols.metadata import (
     UpdateMetadataRequest,
 )
 from protocols.replication import ProducePartitionData, ProduceRequest, ProduceResponse
-from sim.profiles import Profile
 from tests.harness import leader_and_isr
 
 CONTROLLER = Address("harness", "script")

@@ -3,7 +3,12 @@ of it (exact times)."""
 
 from __future__ import annotations
 
-from actors.group.delayed import DelayedJoin, delayed_join, initial_delayed_join, on_initial_delay_expired
+from actors.group.delayed import (
+    DelayedJoin,
+    delayed_join,
+    initial_delayed_join,
+    on_initial_delay_expired,
+)
 from protocols.group import LeaveGroupRequest, MemberIdentity
 from tests.unit.group.group_harness import Harness
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import json
 
-from actors.group.records import group_record, group_tombstone, offset_record, offset_tombstone, replay
+from actors.group.records import (
+    group_record,
+    group_tombstone,
+    offset_record,
+    offset_tombstone,
+    replay,
+)
 from actors.group.state import ClassicGroup, CommittedOffset, GroupState, MemberMetadata
 from protocols.group import Assignment, JoinGroupProtocol, Subscription, TopicPartitions
 from protocols.replication import RecordBatch

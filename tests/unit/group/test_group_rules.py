@@ -15,10 +15,10 @@ from actors.group.rules import (
     store_offsets_error,
 )
 from actors.group.state import ClassicGroup, CommittedOffset, GroupState, MemberMetadata
+from actors.profiles import Profile
 from protocols.errors import ErrorCode
 from protocols.group import JoinGroupProtocol, Subscription
 from protocols.types import TopicPartition
-from sim.profiles import Profile
 
 E, S = ErrorCode, GroupState
 

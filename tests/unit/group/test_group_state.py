@@ -7,7 +7,13 @@ import itertools
 import pytest
 
 from actors.core import Address, Emit, Inbound, Out
-from actors.group.state import VALID_PREVIOUS_STATES, ClassicGroup, GroupState, IllegalGroupTransition, MemberMetadata
+from actors.group.state import (
+    VALID_PREVIOUS_STATES,
+    ClassicGroup,
+    GroupState,
+    IllegalGroupTransition,
+    MemberMetadata,
+)
 from protocols.group import JoinGroupProtocol, Subscription
 
 S = GroupState

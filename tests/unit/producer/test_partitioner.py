@@ -6,7 +6,13 @@ import random
 
 import pytest
 
-from actors.producer.partitioner import Partitioner, Partitioning, murmur2, partition_for_key, to_positive
+from actors.producer.partitioner import (
+    Partitioner,
+    Partitioning,
+    murmur2,
+    partition_for_key,
+    to_positive,
+)
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ are noisy and ratios taken in one run are what is compared. Both runs must produ
 log digest, which is itself a determinism check: the Pykka threads change nothing the simulation
 can see.
 
-`std`: the standard workload (`sim.studies.STANDARD_WORKLOAD`: 3 brokers, 12 partitions of
+`std`: the standard workload (`sim.studies.builtin.STANDARD_WORKLOAD`: 3 brokers, 12 partitions of
 replication factor 3, an acks=all producer at 1,000 records per second, four consumers with
 auto-commit, a broker crash and restart) as a user runs it: Pykka host, every invariant on, five simulated minutes timed minute by
 minute. Beside it, in the same process, the floor: a bare loop doing per delivery what the product
@@ -42,8 +42,8 @@ import structlog
 
 from actors.core import Address
 from actors.workload import GossipActor, GossipConfig
-from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec
-from sim.network import NetworkConfig
+from sim.engine.kernel import ActorSpec, HostKind, Kernel, NodeSpec
+from sim.engine.network import NetworkConfig
 
 __all__ = [
     "BenchConfig",
@@ -190,9 +190,9 @@ QUICK = ("run.duration.ms=60000", "faults.1.at.ms=20000", "faults.1.restart.afte
 
 def std_figures(overrides: tuple[str, ...] = ()) -> dict[str, Any]:
     """The standard workload's figures, measured in this process (with `overrides` applied)."""
-    from sim.cluster import Cluster  # noqa: PLC0415 - the CLI imports this module early
-    from sim.scenario import parse_scenario  # noqa: PLC0415
-    from sim.studies import STANDARD_WORKLOAD  # noqa: PLC0415
+    from sim.cluster.harness import Cluster  # noqa: PLC0415 - the CLI imports this module early
+    from sim.cluster.scenario import parse_scenario  # noqa: PLC0415
+    from sim.studies.builtin import STANDARD_WORKLOAD  # noqa: PLC0415
 
     scenario = parse_scenario(STANDARD_WORKLOAD, "standard workload", list(overrides))
     duration = scenario.get("run", "duration.ms")
@@ -249,7 +249,7 @@ def std_figures(overrides: tuple[str, ...] = ()) -> dict[str, Any]:
 
 def run_std_bench(*, quick: bool = False) -> dict[str, Any]:
     """The standard workload's figures, measured in a child process."""
-    command = [sys.executable, "-m", "sim.bench", "--std", *(["--quick"] if quick else [])]
+    command = [sys.executable, "-m", "sim.studies.bench", "--std", *(["--quick"] if quick else [])]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or ["no output"]
@@ -267,7 +267,7 @@ SWEEP_SEEDS = 4
 
 
 def _warm(_: int) -> int:
-    import sim.runner  # noqa: F401, PLC0415 - the worker imports the simulator once, as a run would
+    import sim.studies.runner  # noqa: F401, PLC0415 - the worker imports the simulator once, as a run would
 
     return 0
 
@@ -279,8 +279,9 @@ def sweep_figures() -> dict[str, Any]:
     from pathlib import Path  # noqa: PLC0415
 
     from sim.analytics.session import spark_session  # noqa: PLC0415
-    from sim.studies import STANDARD_WORKLOAD  # noqa: PLC0415
-    from sim.sweep import plan_sweep, prepare_sweep_dir, run_sweep_tasks  # noqa: PLC0415
+    from sim.studies.builtin import STANDARD_WORKLOAD  # noqa: PLC0415
+    from sim.studies.sweep import prepare_sweep_dir, run_sweep_tasks  # noqa: PLC0415
+    from sim.studies.sweep_plan import plan_sweep  # noqa: PLC0415
 
     load_before = os.getloadavg()[0]
     walls: dict[str, float] = {}
@@ -323,7 +324,7 @@ def sweep_figures() -> dict[str, Any]:
 
 def run_sweep_bench() -> dict[str, Any]:
     """The sweep's figures, measured in a child process (its own JVMs)."""
-    done = subprocess.run([sys.executable, "-m", "sim.bench", "--sweep"], capture_output=True, text=True, check=False)
+    done = subprocess.run([sys.executable, "-m", "sim.studies.bench", "--sweep"], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or ["no output"]
         msg = f"the sweep bench failed: {lines[-1]}"

@@ -24,6 +24,13 @@ look for, with seed 1 (the terminal's last lines and the report say the same):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
+
+from sim.cluster.scenario import Scenario, load_scenario, parse_scenario
+
+__all__ = ["DEFAULT_STUDY", "STANDARD_WORKLOAD", "load_study", "study_text"]
+
 DEFAULT_STUDY = """\
 [run]
 name = "default"
@@ -122,3 +129,15 @@ node = "broker-1"
 "crash.kind" = "process"
 "restart.after.ms" = 30000
 """
+
+
+def load_study(path: str | Path | None, overrides: Iterable[str] = ()) -> Scenario:
+    """A scenario file, or the default study when there is none (what `kafkasim run` runs)."""
+    if path is None:
+        return parse_scenario(DEFAULT_STUDY, "the default study", overrides)
+    return load_scenario(path, overrides)
+
+
+def study_text(path: str | Path | None) -> str:
+    """The TOML text `load_study` reads."""
+    return DEFAULT_STUDY if path is None else Path(path).read_text(encoding="utf-8")

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from actors.profiles import Profile
 from protocols.replication import RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD
-from sim.profiles import Profile
 
 __all__ = [
     "OFFSETS_TOPIC",
@@ -82,7 +82,7 @@ SECTIONS: dict[str, tuple[Setting, ...]] = {
             doc="fail the run on a violation, or report violations (a study of an unsafe setup)",
         ),
     ),
-    "kafka": (_s("version", str, "3.9", doc="selects behaviour and defaults (sim/profiles.py)"),),
+    "kafka": (_s("version", str, "3.9", doc="selects behaviour and defaults (actors/profiles.py)"),),
     "network": (
         _s("latency.min.ms", int, 1, low=1, high=60000),
         _s("latency.max.ms", int, 5, low=1, high=60000),
@@ -391,12 +391,8 @@ def _toml_value(value: Any) -> str:
     raise TypeError(msg)
 
 
-def load_scenario(path: str | Path | None, overrides: Iterable[str] = ()) -> Scenario:
-    """Read, check and resolve a scenario file (None: the built-in default study)."""
-    if path is None:
-        from sim.studies import DEFAULT_STUDY  # noqa: PLC0415 - avoids an import cycle
-
-        return parse_scenario(DEFAULT_STUDY, "the default study", overrides)
+def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
+    """Read, check and resolve a scenario file."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")

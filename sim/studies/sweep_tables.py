@@ -15,8 +15,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from sim.stats import t_quantile
-from sim.sweep import SweepPlan
+from sim.studies.stats import t_quantile
+from sim.studies.sweep_plan import SweepPlan
 
 __all__ = ["DUPLICATE_CAUSES", "FIGURES", "build_tables", "write_table"]
 
@@ -35,7 +35,7 @@ DUPLICATE_CAUSES = (
     "revoked_without_commit",
     "log_truncation_or_reset",
 )
-"""sim.groups' labels, so every sweep has the same columns; a label a run shows that is not
+"""sim.cluster.accounting' labels, so every sweep has the same columns; a label a run shows that is not
 listed here (`unexplained`, or one added later) gets its column too."""
 
 _COUNTS = ("produced", "acked", "lost_acked", "reused_offsets", "log_duplicates", "consumed", "duplicates", "rebalances")

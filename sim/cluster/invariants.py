@@ -25,7 +25,7 @@ logging. A replica whose shadow cannot be kept exactly
 (it started from a prepared disk, or restarted after a power or disk loss, where Kafka itself
 promises nothing: KIP-966) is left out until it is back in sync.
 
-The end-of-run checks, on the final logs, are in `sim.log_checks`.
+The end-of-run checks, on the final logs, are in `sim.cluster.log_checks`.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ import base64
 import io
 from typing import Any
 
-from sim.narrative_text import node_order
-from sim.run_facts import RunFacts
+from sim.report.narrative_text import node_order
+from sim.report.run_facts import RunFacts
 
 __all__ = ["CAUSE_COLOURS", "MAX_REPLICA_PLOTS", "plot_ownership", "plot_pings", "plot_replicas", "png"]
 

@@ -91,9 +91,9 @@ def analytics_figures(min_events: int = 5_000_000, master: str = "local[2]") -> 
     from sim.analytics.events import read_events, write_events  # noqa: PLC0415
     from sim.analytics.final_logs import final_log_figures  # noqa: PLC0415
     from sim.analytics.session import spark_session, together  # noqa: PLC0415
-    from sim.kernel import HostKind  # noqa: PLC0415
-    from sim.runner import run_scenario  # noqa: PLC0415
-    from sim.scenario import parse_scenario  # noqa: PLC0415
+    from sim.cluster.scenario import parse_scenario  # noqa: PLC0415
+    from sim.engine.kernel import HostKind  # noqa: PLC0415
+    from sim.studies.runner import run_scenario  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="kafkasim-analytics-") as tmp:
         run_dir = Path(tmp) / "run"

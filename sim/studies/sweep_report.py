@@ -1,4 +1,4 @@
-"""A sweep's report: `DIR/report.html`, one self-contained page (PNGs inlined, as sim/report.py).
+"""A sweep's report: `DIR/report.html`, one self-contained page (PNGs inlined, as sim/report/page.py).
 
 For each grid key, a plot of its effect on duplicates: the mean per configuration with its 95%
 confidence interval as an error bar, the key's values along the x axis, and one series per
@@ -12,10 +12,10 @@ import html
 from pathlib import Path
 from typing import Any
 
-from sim.report import _STYLE, _image
-from sim.report_plots import png
-from sim.sweep import SweepPlan
-from sim.sweep_tables import FIGURES
+from sim.report.page import _STYLE, _image
+from sim.report.plots import png
+from sim.studies.sweep_plan import SweepPlan
+from sim.studies.sweep_tables import FIGURES
 
 __all__ = ["write_sweep_report"]
 

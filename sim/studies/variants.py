@@ -20,10 +20,10 @@ from typing import Any
 
 import orjson
 
-from sim.kernel import HostKind
-from sim.rundir import RunDirRefused
-from sim.runner import run_scenario
-from sim.scenario import Scenario, ScenarioError, load_scenario
+from sim.cluster.scenario import Scenario, ScenarioError, load_scenario
+from sim.engine.kernel import HostKind
+from sim.studies.rundir import RunDirRefused
+from sim.studies.runner import run_scenario
 
 __all__ = ["StudyRun", "StudyRuns", "read_events", "run_once", "run_study"]
 

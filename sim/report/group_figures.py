@@ -3,7 +3,7 @@ a member last committed, who took its partitions and when, how it left its group
 commit errors it saw. The example studies (examples/04 to 07) print them.
 
 The functions are pure: they take the run's events in log order (docs/log-schema.md), as
-`sim.study_runs.run_once` returns them or `read_events` there reads them from events.jsonl, and a consumer node.
+`sim.studies.variants.run_once` returns them or `read_events` there reads them from events.jsonl, and a consumer node.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
 
 __all__ = [
     "Handover",

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.narrative_text import GAP_MS, grouped, join, node_order, partitions, seconds, span
-from sim.run_facts import RunFacts
+from sim.report.narrative_text import GAP_MS, grouped, join, node_order, partitions, seconds, span
+from sim.report.run_facts import RunFacts
 
 __all__ = ["CAUSE_WHY", "consumer_crash", "duplicate_moments", "owner_gap_moments", "rebalance_moments"]
 

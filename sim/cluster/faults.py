@@ -21,9 +21,9 @@ from actors.broker.config import BROKER_ACTOR, CONTROLLER_ACTOR
 from actors.core import Address
 from protocols.application import APPLICATION_ACTIONS, ApplicationCall
 from protocols.metadata import ShutdownSignal
-from sim.disk import CrashKind
-from sim.kernel import Kernel
-from sim.network import FaultKind, LinkFault
+from sim.engine.disk import CrashKind
+from sim.engine.kernel import Kernel
+from sim.engine.network import FaultKind, LinkFault
 
 __all__ = [
     "CONSUMER_ACTOR",
@@ -102,7 +102,7 @@ class Fault:
 
 
 def fault_from_scenario(entry: dict[str, Any]) -> Fault:
-    """A checked `[[faults]]` table (see sim/scenario.py) as a `Fault`."""
+    """A checked `[[faults]]` table (see sim/cluster/scenario.py) as a `Fault`."""
     between = entry.get("between") or [[], []]
     return Fault(
         kind=entry["kind"],

@@ -1,4 +1,4 @@
-"""Wording shared by the run report's story (sim/narrative.py): simulated times, lists of
+"""Wording shared by the run report's story (sim/report/narrative.py): simulated times, lists of
 nodes and partitions, and the grouping of changes that came together."""
 
 from __future__ import annotations

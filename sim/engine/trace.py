@@ -21,10 +21,24 @@ from typing import Any, NamedTuple
 import orjson
 import structlog
 
-__all__ = ["LOG_SCHEMA_VERSION", "ActorLog", "LogLine", "TraceContext"]
+__all__ = ["KERNEL_FAULT_EVENTS", "LOG_SCHEMA_VERSION", "ActorLog", "LogLine", "TraceContext"]
 
 LOG_SCHEMA_VERSION = 2
 """Bumped whenever an event or a field in docs/log-schema.md changes meaning or disappears."""
+
+KERNEL_FAULT_EVENTS = (
+    "node_crashed",
+    "node_stopped",
+    "node_started",
+    "node_paused",
+    "node_resumed",
+    "network_partitioned",
+    "network_partition_lifted",
+    "network_healed",
+    "link_fault_added",
+)
+"""The kernel's events that inject or end a fault on a node or the network (and every node's
+start): analysis.json's `faults`."""
 
 
 class LogLine(NamedTuple):

@@ -1,7 +1,7 @@
 """The run report's story: a few dozen plain sentences, headline findings first, the moments
 of the run in time order next, raw figures last.
 
-Pure functions of the run's summary (summary.json) and its facts (`sim.run_facts`, one pass over
+Pure functions of the run's summary (summary.json) and its facts (`sim.report.run_facts`, one pass over
 events.jsonl), so the same run always tells the same story. Repeated events are grouped: the
 elections a controller made at once, the partitions a broker's crash left without a leader,
 the restarts of a rolling restart, the rebalances they caused.
@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sim.narrative_groups import (
+from sim.report.narrative_groups import (
     consumer_crash,
     duplicate_moments,
     owner_gap_moments,
     rebalance_moments,
 )
-from sim.narrative_text import GAP_MS, grouped, join, node_order, partitions, seconds, span
-from sim.run_facts import RunFacts
+from sim.report.narrative_text import GAP_MS, grouped, join, node_order, partitions, seconds, span
+from sim.report.run_facts import RunFacts
 
 __all__ = ["MAX_LINES", "Story", "narrate"]
 

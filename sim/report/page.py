@@ -1,6 +1,6 @@
 """The run report: one self-contained HTML page that tells the run's story and shows it.
 
-First the story (sim/narrative.py): headline findings, the run's moments in simulated time,
+First the story (sim/report/narrative.py): headline findings, the run's moments in simulated time,
 raw figures. Then the plots, matplotlib PNGs inlined as base64 so the page can be mailed or
 archived as one file: which partitions each consumer owned over time, with the spans it
 processed again (the duplicates) hatched by cause; each partition's replicas' LEO and HW over
@@ -9,7 +9,7 @@ round trips. Faults and controller changes are marked on every plot. Then the ta
 and ISR changes, controller changes, and Spark's figures when `kafkasim analyze` wrote them.
 
 Everything but Spark's tables comes from summary.json and one pass over events.jsonl
-(`sim.run_facts`), so a report needs no Spark.
+(`sim.report.run_facts`), so a report needs no Spark.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import html
 from pathlib import Path
 from typing import Any
 
-from sim.narrative import narrate
-from sim.report_plots import plot_ownership, plot_pings, plot_replicas
-from sim.run_facts import RunFacts, scan_events
+from sim.report.narrative import narrate
+from sim.report.plots import plot_ownership, plot_pings, plot_replicas
+from sim.report.run_facts import RunFacts, scan_events
 
 __all__ = ["ANALYSIS_TABLES", "SUMMARY_KEYS", "write_report"]
 

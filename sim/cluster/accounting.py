@@ -1,5 +1,5 @@
 """Consumer groups seen from the event log: duplicates with their causes, rebalances, and the
-group invariants, checked after every event like `sim.invariants`.
+group invariants, checked after every event like `sim.cluster.invariants`.
 
 **Duplicates.** For each record (group, partition, offset, and the leader epoch it was written
 in), every processing after the first is one duplicate (`records_processed` gives offset
@@ -65,8 +65,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.consumer.config import JoinPrepareCommit
-from sim.invariants import Violation
-from sim.profiles import NEWEST, Version
+from actors.profiles import NEWEST, Version
+from sim.cluster.invariants import Violation
 
 __all__ = ["GroupAccounting"]
 

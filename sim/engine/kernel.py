@@ -43,10 +43,10 @@ from actors.host import Batch, DirectHost, Host, PykkaHost, SingleCpu, wait_stop
 from actors.runtime import ActorRuntime, Delivery, HandlerError, OutboundFrame, WindowResult
 from protocols.codec import encode_frame
 from protocols.connection import Disconnected
-from sim.disk import CrashKind, Disk
-from sim.eventlog import EventLog
-from sim.network import LinkFault, Network, NetworkConfig
-from sim.trace import ActorLog, LogLine, TraceContext
+from sim.engine.disk import CrashKind, Disk
+from sim.engine.eventlog import EventLog
+from sim.engine.network import LinkFault, Network, NetworkConfig
+from sim.engine.trace import ActorLog, LogLine, TraceContext
 
 __all__ = [
     "ActorSpec",

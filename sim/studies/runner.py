@@ -25,11 +25,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sim.cluster import Cluster
-from sim.kernel import HostKind, Kernel, SimulationFailed
-from sim.rundir import prepare_run_dir
-from sim.scenario import Scenario
-from sim.trace import LOG_SCHEMA_VERSION
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import Scenario
+from sim.engine.kernel import HostKind, Kernel, SimulationFailed
+from sim.engine.trace import LOG_SCHEMA_VERSION
+from sim.studies.rundir import prepare_run_dir
 
 __all__ = ["default_out_dir", "run_scenario"]
 

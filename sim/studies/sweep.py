@@ -12,7 +12,6 @@ read too (one machine, or a shared file system).
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import shutil
@@ -20,27 +19,23 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sim.rundir import RunDirRefused
-from sim.scenario import ARRAYS, Scenario, ScenarioError, parse_scenario
+from sim.cluster.scenario import parse_scenario
+from sim.studies.rundir import RunDirRefused
+from sim.studies.sweep_plan import SweepPlan
+from sim.studies.sweep_report import write_sweep_report
+from sim.studies.sweep_tables import build_tables, rows, write_table
 
 __all__ = [
-    "Config",
-    "SweepError",
-    "SweepPlan",
     "SweepTaskFailed",
-    "plan_sweep",
     "prepare_sweep_dir",
     "progress_bar",
-    "resolved_value",
     "run_sweep",
     "run_sweep_tasks",
     "run_task",
-    "split_values",
     "write_plan",
 ]
 
@@ -48,213 +43,10 @@ SWEEP_FILES = ("sweep.json", "runs", "runs.parquet", "runs.csv", "configs.parque
 """What a sweep writes in its directory (a reused directory loses them first)."""
 
 
-class SweepError(ScenarioError):
-    """A mistake in a sweep's input (a grid, `--seeds`): one sentence, exit status 2."""
-
-
 class SweepTaskFailed(RuntimeError):
     """A run's Spark task failed past `run_task` (its Python worker died, or something raised
     that is not an `Exception`): one sentence naming the run, its settings and seed, and what
     the executor reported."""
-
-
-@dataclass(frozen=True, slots=True)
-class Grid:
-    key: str
-    texts: tuple[str, ...]
-    """The values as given, each a TOML value (a bare word is a string), as for `--set`."""
-
-
-@dataclass(frozen=True, slots=True)
-class Config:
-    config_id: str
-    overrides: tuple[str, ...]
-    """`KEY=VALUE` per grid key, in grid order."""
-    values: tuple[Any, ...]
-    """Each grid key's value as the resolved scenario holds it (checked and typed)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SweepPlan:
-    source: str
-    text: str
-    sets: tuple[str, ...]
-    grids: tuple[Grid, ...]
-    seeds: int
-    configs: tuple[Config, ...]
-
-    @property
-    def grid_keys(self) -> tuple[str, ...]:
-        return tuple(g.key for g in self.grids)
-
-    def run_name(self, config: Config, seed: int) -> str:
-        return f"{config.config_id}-seed{seed}"
-
-    def describe_run(self, config: Config, seed: int) -> str:
-        """A run's name with its settings and seed, as an error line names it."""
-        return f"{self.run_name(config, seed)} ({', '.join([*config.overrides, f'seed {seed}'])})"
-
-    def runs(self) -> list[tuple[Config, int]]:
-        """Every (configuration, seed), in the order of the tasks."""
-        return [(config, seed) for config in self.configs for seed in range(1, self.seeds + 1)]
-
-    def tasks(self, out: Path) -> list[dict[str, Any]]:
-        """One task per (configuration, seed): plain data, pickled to the workers."""
-        runs = out.resolve() / "runs"
-        return [
-            {
-                "config_id": config.config_id,
-                "seed": seed,
-                "source": self.source,
-                "text": self.text,
-                "overrides": [*self.sets, *config.overrides, f"run.seed={seed}"],
-                "run_dir": str(runs / self.run_name(config, seed)),
-            }
-            for config, seed in self.runs()
-        ]
-
-    def describe(self) -> dict[str, Any]:
-        """sweep.json: what was swept, and how to rerun any of its runs."""
-        return {
-            "scenario": self.source,
-            "sets": list(self.sets),
-            "grid": {g.key: list(g.texts) for g in self.grids},
-            "seeds": self.seeds,
-            "configs": [
-                {"config_id": c.config_id, "overrides": list(c.overrides), "values": dict(zip(self.grid_keys, c.values, strict=True))}
-                for c in self.configs
-            ],
-        }
-
-
-# ------------------------------------------------------------------ the plan, checked
-
-
-def split_values(text: str) -> list[str]:
-    """`1000,5000` -> two values; commas inside a TOML list or string do not split
-    (`["range"],["sticky","range"]` is two lists)."""
-    values, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            values.append(text[start:i].strip())
-            start = i + 1
-    values.append(text[start:].strip())
-    return values
-
-
-def _parse_grid(arg: str, seen: set[str], set_keys: set[str]) -> Grid:
-    key, sep, rest = arg.partition("=")
-    key = key.strip()
-    if not sep or not key:
-        msg = f"--grid {arg!r}: expected KEY=VALUE1,VALUE2,..., such as consumers.1.auto.commit.interval.ms=1000,5000"
-        raise SweepError(msg)
-    if key == "run.seed":
-        msg = "--grid run.seed: the seeds are 1 to --seeds N"
-        raise SweepError(msg)
-    if key in seen:
-        msg = f"--grid {key}: given twice; list every value in one --grid"
-        raise SweepError(msg)
-    if key in set_keys:
-        msg = f"--grid {key}: also given with --set; a key is either fixed or swept"
-        raise SweepError(msg)
-    texts = split_values(rest)
-    if any(not t for t in texts):
-        msg = f"--grid {key}: an empty value in {rest!r}"
-        raise SweepError(msg)
-    duplicate = next((t for t in texts if texts.count(t) > 1), None)
-    if duplicate is not None:
-        msg = f"--grid {key}: the value {duplicate} is given twice"
-        raise SweepError(msg)
-    seen.add(key)
-    return Grid(key, tuple(texts))
-
-
-def _load(text: str, source: str, overrides: list[str]) -> Scenario:
-    from sim.cluster import check_scenario  # noqa: PLC0415 - the CLI's --help stays fast
-
-    scenario = parse_scenario(text, source, overrides)
-    check_scenario(scenario)
-    return scenario
-
-
-def _loader_message(exc: Exception, overrides: Iterable[str]) -> str:
-    """The loader's sentence without the `--set 'K=V'` it names for these grid values (the
-    caller names the grid)."""
-    message = str(exc)
-    for override in overrides:
-        message = message.removeprefix(f"--set {override!r}: ").replace(f" with --set {override!r}: ", ": ", 1)
-    return message
-
-
-def resolved_value(scenario: Scenario, key: str) -> Any:
-    """The value the resolved scenario holds for an override key (`consumers.1.linger.ms`)."""
-    section, _, rest = key.partition(".")
-    if section in ARRAYS:
-        number, _, name = rest.partition(".")
-        return getattr(scenario, section)[int(number) - 1].get(name)
-    return scenario.sections[section].get(rest)
-
-
-def plan_sweep(
-    scenario_path: str | None, sets: Iterable[str], grid_args: Iterable[str], seeds: int
-) -> SweepPlan:
-    """Read and check everything a sweep needs; raises `ScenarioError` (or `FaultError`) with
-    one sentence naming the mistake."""
-    from sim.faults import FaultError  # noqa: PLC0415
-    from sim.scenario import load_scenario  # noqa: PLC0415
-    from sim.studies import DEFAULT_STUDY  # noqa: PLC0415
-
-    sets = tuple(sets)
-    if seeds < 1:
-        msg = f"--seeds must be at least 1, got {seeds}"
-        raise SweepError(msg)
-    set_keys = {s.partition("=")[0].strip() for s in sets}
-    if "run.seed" in set_keys:
-        msg = "--set run.seed: a sweep's seeds are 1 to --seeds N"
-        raise SweepError(msg)
-    base = load_scenario(scenario_path, sets)  # the file's and --set's mistakes, as `run` words them
-    text = DEFAULT_STUDY if scenario_path is None else Path(scenario_path).read_text(encoding="utf-8")
-    _load(text, base.source, list(sets))
-    seen: set[str] = set()
-    grids = tuple(_parse_grid(arg, seen, set_keys) for arg in grid_args)
-    for grid in grids:
-        for value in grid.texts:
-            override = f"{grid.key}={value}"
-            try:
-                _load(text, base.source, [*sets, override])
-            except (ScenarioError, FaultError) as exc:
-                msg = f"--grid {override}: {_loader_message(exc, [override])}"
-                raise SweepError(msg) from None
-    configs = []
-    combos = list(itertools.product(*(grid.texts for grid in grids)))
-    width = len(str(len(combos)))
-    for n, combo in enumerate(combos, start=1):
-        overrides = tuple(f"{g.key}={v}" for g, v in zip(grids, combo, strict=True))
-        try:
-            scenario = _load(text, base.source, [*sets, *overrides])
-        except (ScenarioError, FaultError) as exc:
-            msg = f"--grid {' with '.join(overrides)}: {_loader_message(exc, overrides)}"
-            raise SweepError(msg) from None
-        values = tuple(
-            _plain(resolved_value(scenario, g.key), v) for g, v in zip(grids, combo, strict=True)
-        )
-        configs.append(Config(f"c{n:0{width}d}", overrides, values))
-    return SweepPlan(base.source, text, sets, grids, seeds, tuple(configs))
-
-
-def _plain(value: Any, text: str) -> Any:
-    """A table cell: numbers, booleans and strings as they are; a list as its TOML text."""
-    if value is None or isinstance(value, list | dict):
-        return text
-    return value
 
 
 # ------------------------------------------------------------------ the directory
@@ -291,8 +83,8 @@ def prepare_sweep_dir(out: Path) -> None:
 def run_task(task: dict[str, Any]) -> dict[str, Any]:
     """One run, inside a Spark executor's Python worker, on a core of its own (`one_core`).
     Returns what the driver needs to report it; the figures are in its summary.json."""
-    from sim.cpu_claim import one_core  # noqa: PLC0415
-    from sim.runner import run_scenario  # noqa: PLC0415
+    from sim.engine.cpu_claim import one_core  # noqa: PLC0415
+    from sim.studies.runner import run_scenario  # noqa: PLC0415
 
     result = {"config_id": task["config_id"], "seed": task["seed"], "run_dir": task["run_dir"]}
     try:
@@ -405,8 +197,6 @@ def run_sweep(
     """The whole sweep into `out` (already prepared): sweep.json, the runs on Spark, the tables
     and the report. Returns the tasks' results and the tables' rows. A given `spark` session is
     used and left running; otherwise one is started on `master` and stopped."""
-    from sim.sweep_report import write_sweep_report  # noqa: PLC0415 - sim.sweep_tables imports this module
-    from sim.sweep_tables import build_tables, rows, write_table  # noqa: PLC0415
 
     write_plan(plan, out)
     own = spark is None

@@ -17,21 +17,9 @@ from typing import Any
 
 import orjson
 
-__all__ = ["FAULT_EVENTS", "HW_STALL_MS", "KERNEL_FAULT_EVENTS", "RunFacts", "scan_events"]
+from sim.engine.trace import KERNEL_FAULT_EVENTS
 
-KERNEL_FAULT_EVENTS = (
-    "node_crashed",
-    "node_stopped",
-    "node_started",
-    "node_paused",
-    "node_resumed",
-    "network_partitioned",
-    "network_partition_lifted",
-    "network_healed",
-    "link_fault_added",
-)
-"""The kernel's events that inject or end a fault on a node or the network (and every node's
-start): analysis.json's `faults`."""
+__all__ = ["FAULT_EVENTS", "HW_STALL_MS", "RunFacts", "scan_events"]
 
 FAULT_EVENTS = frozenset((*KERNEL_FAULT_EVENTS, "application_called", "fault_skipped"))
 """Those and the client faults (an application's calls) and faults that could not act."""

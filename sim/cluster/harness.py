@@ -7,7 +7,7 @@
     cluster.close()
 
 Every fault a scenario file can name is a method here, applied at the current simulated time;
-both go through `sim.faults.schedule_fault`. The cluster's first event, `run_started`, carries
+both go through `sim.cluster.faults.schedule_fault`. The cluster's first event, `run_started`, carries
 the seed, so every log says how to reproduce it.
 """
 
@@ -21,11 +21,11 @@ from typing import Any
 from actors.broker.behavior import Broker
 from actors.broker.config import BROKER_ACTOR, CONTROLLER_ACTOR, BrokerConfig, controller_address
 from actors.broker.retention import LogConfig
+from actors.consumer.behavior import Consumer
+from actors.consumer.config import AppCommit, ConsumerConfig
 from actors.controller import zkdata as zk
 from actors.controller.behavior import Controller, ControllerConfig
 from actors.controller.kafka_controller import ControllerSettings
-from actors.consumer.behavior import Consumer
-from actors.consumer.config import AppCommit, ConsumerConfig
 from actors.core import Address
 from actors.producer.behavior import Producer, ProducerConfig
 from actors.producer.partitioner import Partitioning
@@ -33,16 +33,23 @@ from actors.workload import GossipActor, GossipConfig
 from actors.zookeeper.behavior import ZooKeeper
 from protocols.records import LogEntries, Run, ValueRun
 from protocols.replication import LeaderAndIsrPartition
-from sim.disk import CrashKind, Disk
-from sim.eventlog import EventLog
-from sim.faults import CONSUMER_ACTOR, Fault, FaultContext, fault_from_scenario, resolve_fault, schedule_fault
-from sim.groups import GroupAccounting
-from sim.invariants import Invariants
-from sim.log_checks import ValueIndex, at_offsets, diverged_replicas, runs_of, written_twice
-from sim.kernel import ActorSpec, HostKind, Kernel, NodeSpec, StopReason
-from sim.network import NetworkConfig
-from sim.scenario import TOPIC_LOG_SETTINGS, Scenario, replica_assignment
-from sim.trace import LOG_SCHEMA_VERSION
+from sim.cluster.accounting import GroupAccounting
+from sim.cluster.faults import (
+    CONSUMER_ACTOR,
+    Fault,
+    FaultContext,
+    fault_from_scenario,
+    resolve_fault,
+    schedule_fault,
+)
+from sim.cluster.invariants import Invariants
+from sim.cluster.log_checks import ValueIndex, at_offsets, diverged_replicas, runs_of, written_twice
+from sim.cluster.scenario import TOPIC_LOG_SETTINGS, Scenario, replica_assignment
+from sim.engine.disk import CrashKind, Disk
+from sim.engine.eventlog import EventLog
+from sim.engine.kernel import ActorSpec, HostKind, Kernel, NodeSpec, StopReason
+from sim.engine.network import NetworkConfig
+from sim.engine.trace import LOG_SCHEMA_VERSION
 
 __all__ = ["Cluster", "check_scenario", "consumer_configs"]
 
@@ -210,7 +217,7 @@ class Cluster:
         down_ms: int = 0,
     ) -> None:
         """Close and restart consumers one after the other: `nodes` in order, or every
-        consumer of `group`, in node order (sim.faults._RollingRestart)."""
+        consumer of `group`, in node order (sim.cluster.faults._RollingRestart)."""
         self.inject(
             Fault("rolling_restart", nodes=tuple(nodes or ()), group=group, interval_ms=interval_ms, down_ms=down_ms)
         )
