@@ -16,11 +16,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.core import Address, Ctx, Inbound, Out
+from actors.settings import setting
 from protocols.workload import Gossip, PingRequest, PingResponse
 
-__all__ = ["GossipActor", "GossipConfig"]
+__all__ = ["SETTINGS", "GossipActor", "GossipConfig", "gossip_configs"]
 
 STATS_FILE = "ping-stats"
+
+SETTINGS = (
+    setting("kind", str, "gossip", choices=("gossip",)),
+    setting("nodes", int, 0, low=0, high=1000, doc="the gossip stand-in's nodes; 0: none"),
+    setting("actors.per.node", int, 1, low=1, high=100),
+    setting("tokens.per.actor", int, 2, low=0, high=10000),
+    setting("ping.interval.ms", int, 1000, low=0),
+    setting("report.interval.ms", int, 5000, low=0),
+)
+"""The scenario's `[workload]` section."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,3 +125,21 @@ class GossipActor:
     def _new_token(self, ctx: Ctx) -> int:
         self.state.next_token += 1
         return ctx.rng.getrandbits(48) * 1000 + self.state.next_token
+
+
+def gossip_configs(settings: dict[str, Any]) -> list[GossipConfig]:
+    """The gossip actors of a `[workload]` section: `gossip-A` on nodes `node-N`, each one's
+    peers all the others."""
+    addresses = [
+        Address(f"node-{n}", f"gossip-{a}") for n in range(settings["nodes"]) for a in range(settings["actors.per.node"])
+    ]
+    return [
+        GossipConfig(
+            address,
+            tuple(p for p in addresses if p != address) or (address,),
+            tokens=settings["tokens.per.actor"],
+            ping_interval_ms=settings["ping.interval.ms"],
+            report_interval_ms=settings["report.interval.ms"],
+        )
+        for address in addresses
+    ]

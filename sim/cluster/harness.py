@@ -19,17 +19,28 @@ from types import TracebackType
 from typing import Any
 
 from actors.broker.behavior import Broker
-from actors.broker.config import BROKER_ACTOR, CONTROLLER_ACTOR, BrokerConfig, controller_address
-from actors.broker.retention import LogConfig
+from actors.broker.config import (
+    BROKER_ACTOR,
+    CONTROLLER_ACTOR,
+    GROUP_COORDINATOR_ACTOR,
+    controller_address,
+    group_coordinator_address,
+)
+from actors.broker.partition_log import PartitionLog, partitions_on_disk
+from actors.broker.settings import broker_config
 from actors.consumer.behavior import Consumer
-from actors.consumer.config import AppCommit, ConsumerConfig
+from actors.consumer.config import ConsumerConfig
+from actors.consumer.settings import consumer_config
 from actors.controller import zkdata as zk
-from actors.controller.behavior import Controller, ControllerConfig
-from actors.controller.kafka_controller import ControllerSettings
+from actors.controller.behavior import Controller
+from actors.controller.settings import controller_config
 from actors.core import Address
-from actors.producer.behavior import Producer, ProducerConfig
-from actors.producer.partitioner import Partitioning
-from actors.workload import GossipActor, GossipConfig
+from actors.group.coordinator import GroupCoordinator
+from actors.group.placement import OFFSETS_TOPIC, partition_for
+from actors.group.settings import coordinator_config
+from actors.producer.behavior import Producer
+from actors.producer.settings import producer_config
+from actors.workload import GossipActor, gossip_configs
 from actors.zookeeper.behavior import ZooKeeper
 from protocols.records import LogEntries, Run, ValueRun
 from protocols.replication import LeaderAndIsrPartition
@@ -44,7 +55,7 @@ from sim.cluster.faults import (
 )
 from sim.cluster.invariants import Invariants
 from sim.cluster.log_checks import ValueIndex, at_offsets, diverged_replicas, runs_of, written_twice
-from sim.cluster.scenario import TOPIC_LOG_SETTINGS, Scenario, replica_assignment
+from sim.cluster.scenario import Scenario, replica_assignment
 from sim.engine.disk import CrashKind, Disk
 from sim.engine.eventlog import EventLog
 from sim.engine.kernel import ActorSpec, HostKind, Kernel, NodeSpec, StopReason
@@ -230,8 +241,6 @@ class Cluster:
     def coordinator_of(self, group_id: str) -> str | None:
         """The broker node coordinating `group_id` now: the live leader, with the highest
         leader epoch, of the group's `__consumer_offsets` partition (None: it has none)."""
-        from actors.group.placement import OFFSETS_TOPIC, partition_for  # noqa: PLC0415
-
         tp = f"{OFFSETS_TOPIC}-{partition_for(group_id, self.scenario.get('broker', 'offsets.topic.num.partitions'))}"
         leaders = []
         for b in range(1, self.scenario.get("cluster", "brokers") + 1):
@@ -309,8 +318,6 @@ class Cluster:
 
     def _replica_logs(self) -> dict[str, dict[int, dict[str, Any]]]:
         """Each partition's replicas: a live broker's state, or what a down broker's disk kept."""
-        from actors.broker.partition_log import PartitionLog, partitions_on_disk  # noqa: PLC0415
-
         found: dict[str, dict[int, dict[str, Any]]] = {}
         for b in range(1, self.scenario.get("cluster", "brokers") + 1):
             node = f"broker-{b}"
@@ -339,8 +346,7 @@ def _node_specs(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = (
 
 def consumer_configs(scenario: Scenario) -> list[ConsumerConfig]:
     """One consumer process per `count` of each `[[consumers]]` entry: `consumer-1`,
-    `consumer-2`, ... in the order of the file. Each is its own JVM, so each has Kafka's
-    default client id `consumer-<group>-1`."""
+    `consumer-2`, ... in the order of the file."""
     brokers = scenario.get("cluster", "brokers")
     partitions = tuple((t["name"], t["partitions"]) for t in scenario.topics)
     configs = []
@@ -350,34 +356,14 @@ def consumer_configs(scenario: Scenario) -> list[ConsumerConfig]:
             if instance is not None and entry["count"] > 1:
                 instance = f"{instance}-{i + 1}"
             configs.append(
-                ConsumerConfig(
-                    name=f"consumer-{len(configs) + 1}",
-                    group_id=entry["group.id"],
-                    topics=tuple(entry["topics"]),
+                consumer_config(
+                    f"consumer-{len(configs) + 1}",
+                    entry,
+                    scenario.profile,
+                    group_instance_id=instance,
                     partitions=partitions,
                     bootstrap=tuple(range(1, brokers + 1)),
                     offsets_partitions=scenario.get("broker", "offsets.topic.num.partitions"),
-                    version=scenario.profile.version,
-                    group_instance_id=instance,
-                    client_id=f"consumer-{entry['group.id']}-1",
-                    session_timeout_ms=entry["session.timeout.ms"],
-                    heartbeat_interval_ms=entry["heartbeat.interval.ms"],
-                    max_poll_interval_ms=entry["max.poll.interval.ms"],
-                    max_poll_records=entry["max.poll.records"],
-                    fetch_min_bytes=entry["fetch.min.bytes"],
-                    fetch_max_wait_ms=entry["fetch.max.wait.ms"],
-                    max_partition_fetch_bytes=entry["max.partition.fetch.bytes"],
-                    enable_auto_commit=entry["enable.auto.commit"],
-                    auto_commit_interval_ms=entry["auto.commit.interval.ms"],
-                    auto_offset_reset=entry["auto.offset.reset"],
-                    assignment_strategy=tuple(entry["partition.assignment.strategy"]),
-                    request_timeout_ms=entry["request.timeout.ms"],
-                    retry_backoff_ms=entry["retry.backoff.ms"],
-                    default_api_timeout_ms=entry["default.api.timeout.ms"],
-                    app_commit=AppCommit(entry["commit"]),
-                    poll_timeout_ms=entry["poll.timeout.ms"],
-                    process_record_ms=entry["process.record.ms"],
-                    start_ms=entry["start.ms"],
                 )
             )
     return configs
@@ -411,127 +397,41 @@ def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = 
                 )
                 for b in replicas:
                     bootstrap[b].append(created)
-    # Every broker runs a group coordinator when the scenario has consumer groups.
-    from actors.broker.config import GROUP_COORDINATOR_ACTOR, group_coordinator_address  # noqa: PLC0415
-    from actors.group.config import GroupCoordinatorConfig  # noqa: PLC0415
-    from actors.group.coordinator import GroupCoordinator  # noqa: PLC0415
-    from actors.group.placement import OFFSETS_TOPIC  # noqa: PLC0415
-
-    groups = bool(scenario.consumers)
+    groups = bool(scenario.consumers)  # then every broker runs a group coordinator
     offsets_leaders = ()
     if groups and not zookeeper_mode:
         offsets_leaders = tuple(replicas[0] for replicas in assignments[OFFSETS_TOPIC])
-    controller_settings = ControllerSettings(
-        unclean_leader_election_enable=settings["unclean.leader.election.enable"],
-        auto_leader_rebalance_enable=settings["auto.leader.rebalance.enable"],
-        leader_imbalance_check_interval_ms=settings["leader.imbalance.check.interval.seconds"] * 1000,
-        leader_imbalance_per_broker_percentage=settings["leader.imbalance.per.broker.percentage"],
-        alter_partition=scenario.profile.alter_partition,
-        epoch_checked_writes=scenario.profile.controller_epoch_checked_writes,
-        broker_epochs=scenario.profile.broker_epochs,
-    )
     for b in range(1, brokers + 1):
-        config = BrokerConfig(
+        config = broker_config(
             b,
             scenario.profile,
+            settings,
+            scenario.topics,
             zk_client=controller_address(b) if zookeeper_mode else None,
-            min_insync_replicas=settings["min.insync.replicas"],
-            replica_lag_time_max_ms=settings["replica.lag.time.max.ms"],
-            replica_fetch_wait_max_ms=settings["replica.fetch.wait.max.ms"],
-            replica_fetch_backoff_ms=settings["replica.fetch.backoff.ms"],
-            replica_socket_timeout_ms=settings["replica.socket.timeout.ms"],
-            replica_high_watermark_checkpoint_interval_ms=settings[
-                "replica.high.watermark.checkpoint.interval.ms"
-            ],
-            topic_min_insync_replicas=tuple(
-                (t["name"], t["min.insync.replicas"])
-                for t in scenario.topics
-                if t["min.insync.replicas"] is not None
-            ),
-            log_config=_log_config(settings),
-            topic_log_configs=tuple(
-                (t["name"], _log_config(settings, t))
-                for t in scenario.topics
-                if any(t[key] is not None for key in TOPIC_LOG_SETTINGS)
-            ),
-            log_retention_check_interval_ms=settings["log.retention.check.interval.ms"],
-            log_initial_task_delay_ms=settings["log.initial.task.delay.ms"],
             bootstrap=tuple(bootstrap[b]),
             group_coordinator=group_coordinator_address(b) if groups else None,
-            offsets_topic_num_partitions=settings["offsets.topic.num.partitions"],
             offsets_topic_leaders=offsets_leaders,
         )
         actors = [ActorSpec(BROKER_ACTOR, lambda c=config: Broker(c))]
         if groups:
-            coordinator = GroupCoordinatorConfig(
-                b,
-                scenario.profile,
-                offsets_topic_num_partitions=settings["offsets.topic.num.partitions"],
-                offsets_commit_timeout_ms=settings["offsets.commit.timeout.ms"],
-                offsets_retention_ms=settings["offsets.retention.minutes"] * 60000,
-                offsets_retention_check_interval_ms=settings["offsets.retention.check.interval.ms"],
-                group_initial_rebalance_delay_ms=settings["group.initial.rebalance.delay.ms"],
-                group_min_session_timeout_ms=settings["group.min.session.timeout.ms"],
-                group_max_session_timeout_ms=settings["group.max.session.timeout.ms"],
-                skip_assignment_for_static_leader=scenario.profile.version >= (3, 2, 0),  # KIP-814
-            )
+            coordinator = coordinator_config(b, scenario.profile, settings)
             actors.append(ActorSpec(GROUP_COORDINATOR_ACTOR, lambda c=coordinator: GroupCoordinator(c)))
         if zookeeper_mode:
-            candidate = ControllerConfig(
-                b,
-                session_timeout_ms=settings["zookeeper.session.timeout.ms"],
-                settings=controller_settings,
-                replica_manager=config.address,
-                controlled_shutdown_enable=settings["controlled.shutdown.enable"],
-                controlled_shutdown_max_retries=settings["controlled.shutdown.max.retries"],
-                controlled_shutdown_retry_backoff_ms=settings["controlled.shutdown.retry.backoff.ms"],
-            )
+            candidate = controller_config(b, scenario.profile, settings, config.address)
             actors.append(ActorSpec(CONTROLLER_ACTOR, lambda c=candidate: Controller(c)))
         specs.append(NodeSpec(f"broker-{b}", tuple(actors)))
-    version = scenario.profile.version
     for i, p in enumerate(scenario.producers):
         assignment = assignments[p["topic"]]
-        config = ProducerConfig(
-            name=f"producer-{i + 1}",
-            topic=p["topic"],
+        config = producer_config(
+            f"producer-{i + 1}",
+            p,
+            scenario.profile,
             partitions=len(assignment),
             bootstrap=tuple(range(1, brokers + 1)),
             leaders=() if zookeeper_mode else tuple(replicas[0] for replicas in assignment),
-            acks=p["acks"],
-            request_timeout_ms=p["request.timeout.ms"],
-            linger_ms=p["linger.ms"],
-            batch_size=p["batch.size"],
-            max_request_size=p["max.request.size"],
-            max_in_flight=p["max.in.flight.requests.per.connection"],
-            retries=p["retries"],
-            retry_backoff_ms=p["retry.backoff.ms"],
-            delivery_timeout_ms=p["delivery.timeout.ms"] if version >= (2, 1, 0) else None,
-            idempotence=p["enable.idempotence"],
-            epoch_bump=scenario.profile.accept_unknown_producer,
-            partitioning=(
-                Partitioning.ROUND_ROBIN if p["partitioner"] == "round_robin" else Partitioning.default_for(version)
-            ),
-            metadata_max_age_ms=p["metadata.max.age.ms"],
-            records=p["records"],
-            interval_ms=p["interval.ms"],
-            records_per_interval=p["records.per.interval"],
-            start_ms=p["start.ms"],
-            burst_ms=p["burst.ms"],
-            pause_ms=p["pause.ms"],
-            keys=p["keys"],
-            record_bytes=p["record.bytes"],
         )
         specs.append(NodeSpec(config.name, (ActorSpec("producer", lambda c=config: Producer(c)),)))
     return specs
-
-
-def _log_config(broker: dict[str, Any], topic: dict[str, Any] | None = None) -> LogConfig:
-    """A topic's log settings: its own where it sets them, else the broker's."""
-    def value(key: str) -> int:
-        own = None if topic is None else topic[key]
-        return own if own is not None else broker[TOPIC_LOG_SETTINGS[key]]
-
-    return LogConfig(value("segment.bytes"), value("segment.ms"), value("retention.ms"), value("retention.bytes"))
 
 
 def _topic_znodes(assignments: dict[str, list[list[int]]]) -> tuple[tuple[str, str, int], ...]:
@@ -546,30 +446,18 @@ def _topic_znodes(assignments: dict[str, list[list[int]]]) -> tuple[tuple[str, s
 
 
 def _workload_nodes(scenario: Scenario) -> list[NodeSpec]:
-    w = scenario.sections["workload"]
-    addresses = [
-        Address(f"node-{n}", f"gossip-{a}")
-        for n in range(w["nodes"])
-        for a in range(w["actors.per.node"])
-    ]
-
-    def factory(address: Address) -> Callable[[], GossipActor]:
-        peers = tuple(p for p in addresses if p != address) or (address,)
-        config = GossipConfig(
-            address,
-            peers,
-            tokens=w["tokens.per.actor"],
-            ping_interval_ms=w["ping.interval.ms"],
-            report_interval_ms=w["report.interval.ms"],
-        )
-        return lambda: GossipActor(config)
-
+    configs = gossip_configs(scenario.sections["workload"])
+    nodes = dict.fromkeys(config.address.node for config in configs)
     return [
         NodeSpec(
-            f"node-{n}",
-            tuple(ActorSpec(a.actor, factory(a)) for a in addresses if a.node == f"node-{n}"),
+            node,
+            tuple(
+                ActorSpec(config.address.actor, lambda c=config: GossipActor(c))
+                for config in configs
+                if config.address.node == node
+            ),
         )
-        for n in range(w["nodes"])
+        for node in nodes
     ]
 
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim.cluster.scenario import ARRAYS, Scenario, ScenarioError, parse_scenario
+from sim.cluster.scenario import Scenario, ScenarioError, parse_scenario
+from sim.cluster.schema import ARRAYS
 
 __all__ = ["Config", "Grid", "SweepError", "SweepPlan", "plan_sweep", "resolved_value", "split_values"]
 
