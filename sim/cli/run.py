@@ -1,0 +1,116 @@
+"""`kafkasim run`: a scenario, or the default study, into its run directory."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from sim.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, usage_error
+from sim.cluster.scenario import Scenario
+from sim.engine.kernel import HostKind
+from sim.studies.builtin import load_study
+
+__all__ = ["consumer_failure_lines", "run"]
+
+
+def run(args: argparse.Namespace) -> int:
+    from sim.cluster.harness import check_scenario  # noqa: PLC0415 - keeps `--help` fast
+    from sim.studies.runner import default_out_dir, print_progress, run_scenario  # noqa: PLC0415
+
+    overrides = list(args.set)
+    if args.seed is not None:
+        if args.seed < 0:
+            return usage_error(f"--seed must be at least 0, got {args.seed}")
+        overrides.append(f"run.seed={args.seed}")
+    scenario = load_study(args.scenario, overrides)
+    check_scenario(scenario)
+    out_dir = args.out or default_out_dir(scenario)
+    progress = print_progress() if sys.stderr.isatty() else None
+    summary = run_scenario(scenario, out_dir, host=HostKind(args.host), progress=progress)
+    if progress is not None:
+        sys.stderr.write("\n")
+    _print_summary(summary, out_dir, as_json=args.json)
+    if args.report:
+        _write_run_report(out_dir, summary, quiet=args.json)
+    if summary["interrupted"]:
+        sys.stderr.write(f"kafkasim: interrupted at {summary['sim_ms']} ms; log kept in {out_dir}\n")
+        return EXIT_INTERRUPTED
+    if summary["failure"]:
+        sys.stderr.write(f"kafkasim: {summary['failure']} (details in {out_dir}/failure.txt)\n")
+        return EXIT_FAILED
+    lines, mistake = consumer_failure_lines(scenario, summary["consumer_failures"])
+    for line in lines:
+        sys.stderr.write(f"kafkasim: {line}\n")
+    return EXIT_USAGE if mistake else 0
+
+
+INVALID_SESSION_TIMEOUT = "JoinGroup: INVALID_SESSION_TIMEOUT"
+"""`consumer_failed`'s error when the coordinator refused the session timeout."""
+
+
+def consumer_failure_lines(scenario: Scenario, failures: list[dict[str, Any]]) -> tuple[list[str], bool]:
+    """One line per `[[consumers]]` entry and fatal error that stopped its consumers, and
+    whether one of them is a mistake in the scenario: a session timeout outside the broker's
+    `group.min.session.timeout.ms` and `group.max.session.timeout.ms`, which Kafka's
+    coordinator refuses (INVALID_SESSION_TIMEOUT) and the consumer throws from `poll()`
+    (`InvalidSessionTimeoutException`). Other fatal errors are outcomes of the run."""
+    entry_of: dict[str, int] = {}
+    for i, entry in enumerate(scenario.consumers):
+        for _ in range(entry["count"]):
+            entry_of[f"consumer-{len(entry_of) + 1}"] = i
+    stopped: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for failure in failures:
+        stopped.setdefault((entry_of[failure["node"]], failure["error"]), []).append(failure)
+    lines, mistake = [], False
+    broker = scenario.sections["broker"]
+    for (i, error), found in sorted(stopped.items()):
+        nodes = ", ".join(f["node"] for f in found)
+        if error == INVALID_SESSION_TIMEOUT:
+            mistake = True
+            lines.append(
+                f"{scenario.source}: [[consumers]] #{i + 1}: session.timeout.ms: "
+                f"{scenario.consumers[i]['session.timeout.ms']} is outside the broker's "
+                f"group.min.session.timeout.ms ({broker['group.min.session.timeout.ms']}) to "
+                f"group.max.session.timeout.ms ({broker['group.max.session.timeout.ms']}): the coordinator "
+                f"answered JoinGroup with INVALID_SESSION_TIMEOUT and {nodes} stopped"
+            )
+        else:
+            lines.append(f"{nodes} stopped at {found[0]['ts_ms']} ms on a fatal error ({error})")
+    return lines, mistake
+
+
+def _print_summary(summary: dict[str, Any], out_dir: Path, *, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(summary) + "\n")
+        return
+    sys.stdout.write(
+        f"run {summary['run_id']}: {summary['sim_ms']} ms simulated in {summary['wall_s']} s, "
+        f"{summary['events']} events, {summary['deliveries']} deliveries, "
+        f"{summary['rejected_frames']} rejected frames\n"
+        f"  events digest {summary['events_digest']}\n"
+    )
+    if summary["produced"]:
+        sys.stdout.write(
+            f"  produced {summary['produced']}, acknowledged {summary['acked']}, "
+            f"lost {summary['lost_acked']}, written twice {summary['log_duplicates']}\n"
+        )
+    if summary["consumed"]:
+        causes = ", ".join(f"{cause} {n}" for cause, n in summary["duplicates_by_cause"].items())
+        sys.stdout.write(
+            f"  consumed {summary['consumed']}, duplicates {summary['duplicates']}"
+            f"{f' ({causes})' if causes else ''}, rebalances {summary['rebalances']}\n"
+        )
+    sys.stdout.write(f"  written to {out_dir}\n")
+
+
+def _write_run_report(out_dir: Path, summary: dict[str, Any], *, quiet: bool) -> None:
+    """The report at the end of a run: the story and plots from the log alone (no Spark).
+    A run that failed or was interrupted gets one too: its log is what the user must read."""
+    from sim.report.page import write_report  # noqa: PLC0415
+
+    path = write_report(out_dir, summary)
+    if not quiet:
+        sys.stdout.write(f"  report {path}\n")
