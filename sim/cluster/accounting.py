@@ -61,46 +61,16 @@ Stable or PreparingRebalance, or with no member and generation -1 while the grou
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from actors.consumer.config import JoinPrepareCommit
 from actors.profiles import NEWEST, Version
+from sim.cluster.holds import Hold, Member, Range, replace_range, rewound
 from sim.cluster.invariants import Violation
 
 __all__ = ["GroupAccounting"]
 
 Key = tuple[str, str]  # (group, "topic-partition")
-
-
-@dataclass(slots=True)
-class _Hold:
-    """One consumer's hold on one partition, from its assignment to its end."""
-
-    node: str
-    member_id: str
-    ended: str | None = None
-    """The label of the first event that ended it; None while it lasts."""
-    rewound: tuple[int, int, str] | None = None
-    """[s, c) and why: it began at a reset to `s` below the group's committed offset `c`, so
-    what it reads again there is re-read because of the reset (`log_truncation_or_reset`), or
-    because `c` had expired (`offsets_expired_reset`)."""
-
-    def end(self, label: str) -> None:
-        if self.ended is None:
-            self.ended = label
-
-
-@dataclass(slots=True)
-class _Member:
-    """What the accounting knows of one consumer node."""
-
-    group: str
-    auto_commit: bool = True
-    listener_commits: bool = False
-    """The application commits in `onPartitionsRevoked` (`commit = on_revoke`)."""
-    last_commit_error: str = "NONE"
-    holds: dict[str, _Hold] = field(default_factory=dict)
 
 
 _FAILOVER_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "DISCONNECTED", "TIMEOUT", "COORDINATOR_LOAD_IN_PROGRESS"})
@@ -133,8 +103,8 @@ class GroupAccounting:
         self.rebalances = 0
         self.consumer_failures: list[dict[str, Any]] = []
         """Consumers whose `poll()` threw a fatal error (`consumer_failed`): they stopped."""
-        self._members: dict[str, _Member] = {}
-        self._processed: dict[Key, list[_Range]] = {}
+        self._members: dict[str, Member] = {}
+        self._processed: dict[Key, list[Range]] = {}
         """Per (group, partition): processed offset ranges [start, end) with the leader epoch
         their records were written in and the hold that processed them last, sorted and
         disjoint."""
@@ -188,14 +158,14 @@ class GroupAccounting:
     # ------------------------------------------------------------------ events
 
     def _started(self, e: Mapping[str, Any]) -> None:
-        self._members[e["node"]] = _Member(e["group_id"], e["enable_auto_commit"], e["commit"] == "on_revoke")
+        self._members[e["node"]] = Member(e["group_id"], e["enable_auto_commit"], e["commit"] == "on_revoke")
 
     def _assigned(self, e: Mapping[str, Any]) -> list[Violation]:
         member = self._members.get(e["node"])
         if member is None:
             return []
         for tp in e["partitions"]:
-            member.holds[tp] = _Hold(e["node"], e["member_id"])
+            member.holds[tp] = Hold(e["node"], e["member_id"])
         owners = self._owners.setdefault((e["group_id"], e["generation_id"]), {})
         found = []
         for tp in e["assignment"]:
@@ -221,7 +191,7 @@ class GroupAccounting:
             if hold is not None:
                 hold.end(label)
 
-    def _label_for_release(self, member: _Member, event: str, reason: str) -> str:
+    def _label_for_release(self, member: Member, event: str, reason: str) -> str:
         if reason == "unsubscribe":
             return "unsubscribe_without_commit"
         if self._join_prepare_bug and event == "partitions_revoked" and reason == "rebalance" and member.auto_commit:
@@ -340,7 +310,7 @@ class GroupAccounting:
             # A reset re-reads under a new hold, so earlier reads by this one count as replaced.
             old = member.holds[tp]
             old.end("log_truncation_or_reset")
-            hold = member.holds[tp] = _Hold(e["node"], old.member_id)
+            hold = member.holds[tp] = Hold(e["node"], old.member_id)
             key = (e["group_id"], tp)
             if key in self._committed and e["offset"] < self._committed[key]:
                 hold.rewound = (e["offset"], self._committed[key], "log_truncation_or_reset")
@@ -396,7 +366,7 @@ class GroupAccounting:
             )
         hold = member.holds.get(tp)
         if hold is None:
-            hold = member.holds[tp] = _Hold(e["node"], e["member_id"])
+            hold = member.holds[tp] = Hold(e["node"], e["member_id"])
         epoch = e["leader_epoch"]
         ranges = self._processed.setdefault((member.group, tp), [])
         for s, t, written, earlier in ranges:
@@ -406,51 +376,12 @@ class GroupAccounting:
                 # The earlier reader's hold ended and its records came back; or it still holds
                 # the partition, and the one processing now is the zombie.
                 label = earlier.ended or hold.ended or _TWO_HOLDERS
-                for lo, hi, why in _rewound(max(s, start), min(t, end), hold.rewound, label):
+                for lo, hi, why in rewound(max(s, start), min(t, end), hold.rewound, label):
                     self.duplicates += hi - lo
                     self.by_cause[why] = self.by_cause.get(why, 0) + hi - lo
                     self._span(e, member.group, tp, lo, hi, why)
-        self._processed[(member.group, tp)] = _replace(ranges, (start, end, epoch, hold))
+        self._processed[(member.group, tp)] = replace_range(ranges, (start, end, epoch, hold))
         return found
-
-
-def _rewound(lo: int, hi: int, rewound: tuple[int, int, str] | None, label: str) -> list[tuple[int, int, str]]:
-    """[lo, hi) in pieces with their label: the rewind's inside its [s, c), `label` elsewhere."""
-    if rewound is None or rewound[1] <= lo or rewound[0] >= hi:
-        return [(lo, hi, label)]
-    start, end, why = rewound
-    inside = (max(lo, start), min(hi, end))
-    pieces = [(lo, inside[0], label), (*inside, why), (inside[1], hi, label)]
-    return [piece for piece in pieces if piece[1] > piece[0]]
-
-
-_Range = tuple[int, int, int, _Hold]
-"""[start, end), the leader epoch the records were written in, the hold that processed them."""
-
-
-def _replace(ranges: list[_Range], new: _Range) -> list[_Range]:
-    """The ranges with `new`'s offsets now last processed by its hold; neighbours of the same
-    hold and epoch merge, so a partition read in order keeps one range per hold and epoch."""
-    start, end = new[0], new[1]
-    kept: list[_Range] = []
-    for s, t, epoch, h in ranges:
-        if t <= start or s >= end:
-            kept.append((s, t, epoch, h))
-            continue
-        if s < start:
-            kept.append((s, start, epoch, h))
-        if t > end:
-            kept.append((end, t, epoch, h))
-    kept.append(new)
-    kept.sort(key=lambda r: r[0])
-    merged: list[_Range] = []
-    for s, t, epoch, h in kept:
-        last = merged[-1] if merged else None
-        if last is not None and last[3] is h and last[2] == epoch and last[1] == s:
-            merged[-1] = (last[0], t, epoch, h)
-        else:
-            merged.append((s, t, epoch, h))
-    return merged
 
 
 _HANDLERS: dict[str, Any] = {
