@@ -19,7 +19,7 @@ from actors.broker.config import controller_address
 from actors.broker.partition import Partition, PendingIsr, Role
 from actors.broker.partition_log import PartitionLog
 from actors.broker.replica_state import ReplicaState, can_join_isr, fetched_at_end, out_of_sync_replicas
-from actors.broker.state import DelayedFetch, LeaderFetchSession, Rest
+from actors.broker.fetch_session import DelayedFetch, LeaderFetchSession, Rest
 from actors.core import Ctx, Inbound, Out
 from protocols.errors import ErrorCode
 from protocols.metadata import IsrUpdateRequest, IsrUpdateResponse

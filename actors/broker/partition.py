@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING
 
+from actors.broker.fetch_session import LeaderFetchSession
 from actors.broker.partition_log import PartitionLog
 from actors.broker.replica_state import (
     NEVER_MS,
@@ -23,9 +23,6 @@ from actors.broker.replica_state import (
 )
 from protocols.types import NO_LEADER, TopicPartition
 from sim.profiles import Profile
-
-if TYPE_CHECKING:
-    from actors.broker.state import LeaderFetchSession
 
 __all__ = ["Partition", "PendingIsr", "Role"]
 
