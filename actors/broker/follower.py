@@ -14,6 +14,9 @@ After OFFSET_OUT_OF_RANGE (`fetchOffsetAndTruncate`) the follower asks the leade
 start offset (earliest) and, if its own log ends before it (retention deleted what it lacks),
 truncates fully and starts there. A fetch answer carries the leader's log start offset, which
 the follower's own follows (KIP-107, 0.11+); its retention check then deletes the segments below.
+
+One module, as Kafka's fetcher is one class (`AbstractFetcherThread`): building the requests,
+applying the answers and truncating all read and move the same per-partition fetch state.
 """
 
 from __future__ import annotations
