@@ -109,7 +109,9 @@ class DelayedOperations(Protocol):
     """`Partition`'s `DelayedOperations`: after a leader's LEO, HW or ISR changed, move the HW
     (`maybeIncrementLeaderHW`) and complete what waits on the partition (`checkAndCompleteAll`)."""
 
-    def after_leader_change(self, ctx: Ctx, out: Out, partition: Partition, *, leo_changed: bool) -> None: ...
+    def after_leader_change(
+        self, ctx: Ctx, out: Out, partition: Partition, *, leo_changed: bool
+    ) -> None: ...
 
 
 class ReplicasContext(Protocol):
