@@ -8,14 +8,18 @@ retention check (`LogManager.cleanupLogs`) every `log.retention.check.interval.m
 `log.initial.task.delay.ms`. A restarted broker recovers every partition it finds on its disk
 and waits for the controller.
 
-The leader's handlers are in `leader.py`, the follower's in `follower.py`.
+`Broker` dispatches to the rules, each written against the narrow view of the broker it
+needs (`context.py`): serving fetches and the purgatory in `leader.py` (reads in `read.py`),
+OffsetsForLeaderEpoch and ListOffsets in `offsets.py`, ISR changes in `isr.py`, the produce
+path in `produce.py`, the follower's fetcher in `follower.py`, and FindCoordinator with the
+group coordinator's hand-overs in `groups.py`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from actors.broker import follower, groups, leader, produce
+from actors.broker import follower, groups, isr, leader, offsets, produce
 from actors.broker.config import GROUP_COORDINATOR_ACTOR, BrokerConfig
 from actors.broker.partition import Partition
 from actors.broker.partition_log import PartitionLog, log_file, partitions_on_disk
@@ -85,7 +89,7 @@ class Broker:
             partitions=[str(tp) for tp in sorted(self.state.partitions)],
         )
         for tp in sorted(self.state.partitions):
-            self.emit_offsets(out, self.state.partitions[tp])  # what the disk kept
+            self.state.partitions[tp].emit_offsets(out)  # what the disk kept
         out.set_timer("isr-expiration", 0)
         out.set_timer("hw-checkpoint", self.config.replica_high_watermark_checkpoint_interval_ms)
         out.set_timer("log-retention", self.config.log_initial_task_delay_ms)
@@ -119,6 +123,16 @@ class Broker:
         else:
             self.handle(ctx, out, inbound)
 
+    def _unmute(self, ctx: Ctx, out: Out, src: Address) -> None:
+        """Handle, in order, the requests that waited on a connection, until one waits again
+        (`SocketServer` reads a muted channel again once its answer is sent)."""
+        waiting = self.state.muted.pop(src, None)
+        while waiting:
+            self.handle(ctx, out, waiting.popleft())
+            if src in self.state.muted:  # that one waits in the purgatory: the rest wait behind it
+                self.state.muted[src].extend(waiting)
+                return
+
     def handle(self, ctx: Ctx, out: Out, inbound: Inbound) -> None:
         match inbound.message:
             case LeaderAndIsrRequest() as req:
@@ -130,9 +144,9 @@ class Broker:
             case FetchRequest() as req:
                 leader.on_fetch(self, ctx, out, inbound, req)
             case OffsetForLeaderEpochRequest() as req:
-                leader.on_offset_for_leader_epoch(self, out, inbound, req)
+                offsets.on_offset_for_leader_epoch(self, out, inbound, req)
             case ListOffsetsRequest() as req:
-                leader.on_list_offsets(self, out, inbound, req)
+                offsets.on_list_offsets(self, out, inbound, req)
             case FetchResponse() as resp:
                 src = broker_id_of(inbound.src)
                 follower.on_fetch_response(self, ctx, out, src, inbound.correlation_id, resp)
@@ -145,9 +159,9 @@ class Broker:
                 src = broker_id_of(inbound.src)
                 follower.on_list_offsets_response(self, ctx, out, src, inbound.correlation_id, resp)
             case AlterPartitionResponse() as resp:
-                leader.on_alter_partition_response(self, ctx, out, inbound.correlation_id, resp)
+                isr.on_alter_partition_response(self, ctx, out, inbound.correlation_id, resp)
             case IsrUpdateResponse() as resp:
-                leader.on_isr_update_response(self, ctx, out, inbound.correlation_id, resp)
+                isr.on_isr_update_response(self, ctx, out, inbound.correlation_id, resp)
             case UpdateMetadataRequest() as req:
                 self._on_update_metadata(out, inbound, req)
             case StopReplicaRequest() as req:
@@ -175,7 +189,7 @@ class Broker:
         out = Out()
         kind, _, arg = key.partition(":")
         if kind == "isr-expiration":
-            leader.maybe_shrink_isr(self, ctx, out)
+            isr.maybe_shrink_isr(self, ctx, out)
             out.set_timer("isr-expiration", self.config.replica_lag_time_max_ms // 2)
         elif kind == "hw-checkpoint":
             for tp in sorted(self.state.partitions):
@@ -191,9 +205,9 @@ class Broker:
             produce.expire_produce(self, out, int(arg))
         elif kind == "unmute":
             node, _, actor = arg.partition("/")
-            produce.unmute(self, ctx, out, Address(node, actor))
+            self._unmute(ctx, out, Address(node, actor))
         elif kind == "alter-partition":
-            leader.alter_partition_timed_out(self, ctx, out, int(arg))
+            isr.alter_partition_timed_out(self, ctx, out, int(arg))
         elif kind == "fetcher-timeout":
             follower.request_timed_out(self, ctx, out, int(arg))
         elif kind == "fetcher-backoff":
@@ -226,12 +240,12 @@ class Broker:
             },
         }
 
-    # ------------------------------------------------------------------ shared by both sides
+    # ------------------------------------------------------------------ DelayedOperations
 
     def after_leader_change(self, ctx: Ctx, out: Out, partition: Partition, *, leo_changed: bool) -> None:
         """After an append, a follower fetch or an ISR change: maybe move the HW, then complete
         what can complete (an LEO change wakes follower fetches; an HW change, produces and
-        consumer fetches)."""
+        consumer fetches). The one callback the rules make (`context.DelayedOperations`)."""
         moved = partition.maybe_increment_high_watermark(
             min_insync_replicas=self.config.min_insync_replicas_for(partition.tp.topic),
             eligible=set(partition.replicas),
@@ -240,19 +254,8 @@ class Broker:
             profile=self.config.profile,
         )
         if moved or leo_changed:
-            self.emit_offsets(out, partition)
+            partition.emit_offsets(out)
             leader.check_purgatory(self, out, (partition.tp,), hw_or_role=moved)
-
-    def emit_offsets(self, out: Out, partition: Partition) -> None:
-        out.emit(
-            "replica_offsets_changed",
-            topic=partition.tp.topic,
-            partition=partition.tp.partition,
-            role=partition.role.value,
-            leader_epoch=partition.leader_epoch,
-            log_end_offset=partition.log.log_end_offset,
-            high_watermark=partition.log.high_watermark,
-        )
 
     # ------------------------------------------------------------------ LeaderAndIsr
 

@@ -14,13 +14,17 @@ After OFFSET_OUT_OF_RANGE (`fetchOffsetAndTruncate`) the follower asks the leade
 start offset (earliest) and, if its own log ends before it (retention deleted what it lacks),
 truncates fully and starts there. A fetch answer carries the leader's log start offset, which
 the follower's own follows (KIP-107, 0.11+); its retention check then deletes the segments below.
+
+One module, as Kafka's fetcher is one class (`AbstractFetcherThread`): building the requests,
+applying the answers and truncating all read and move the same per-partition fetch state.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from actors.broker.config import broker_address
+from actors.broker.context import FetcherContext
 from actors.broker.epoch_cache import EpochEntry, truncation_state
 from actors.broker.partition import Partition
 from actors.broker.state import FetchPhase, FetchSession, FollowedPartition
@@ -43,9 +47,6 @@ from protocols.replication import (
 )
 from protocols.types import TopicPartition
 
-if TYPE_CHECKING:
-    from actors.broker.behavior import Broker
-
 __all__ = [
     "disconnected",
     "maybe_send",
@@ -58,14 +59,14 @@ __all__ = [
 ]
 
 
-def stop_following(b: Broker, tp: TopicPartition) -> None:
+def stop_following(b: FetcherContext, tp: TopicPartition) -> None:
     for leader in sorted(b.state.sessions):
         session = b.state.sessions[leader]
         if session.partitions.pop(tp, None) is not None:
             session.steady = False
 
 
-def start_following(b: Broker, ctx: Ctx, out: Out, partition: Partition) -> None:
+def start_following(b: FetcherContext, ctx: Ctx, out: Out, partition: Partition) -> None:
     """`makeFollower` with a new epoch: truncate as the era does, then fetch from the leader."""
     stop_following(b, partition.tp)
     profile = b.config.profile
@@ -87,7 +88,7 @@ def start_following(b: Broker, ctx: Ctx, out: Out, partition: Partition) -> None
     maybe_send(b, ctx, out, session)
 
 
-def maybe_send(b: Broker, ctx: Ctx, out: Out, session: FetchSession) -> None:
+def maybe_send(b: FetcherContext, ctx: Ctx, out: Out, session: FetchSession) -> None:
     """Send the session's next request if none is in flight: truncation first, then offsets
     out of range, then one Fetch for every fetching partition (in a steady session, built from
     the partitions touched since the last one: `_next_steady_fetch`)."""
@@ -119,7 +120,7 @@ _LIST_OFFSETS = {FetchPhase.OUT_OF_RANGE: LATEST_TIMESTAMP, FetchPhase.OUT_OF_RA
 
 
 def _next_request(
-    b: Broker, ready: list[FollowedPartition], session: FetchSession
+    b: FetcherContext, ready: list[FollowedPartition], session: FetchSession
 ) -> tuple[Request | None, dict[TopicPartition, tuple[int, int]]]:
     """The request for the ready partitions and, for each it asks about, (leader epoch, LEO) as
     sent (`FetchSession.sent`). Called after every answer, so the phases are sorted in one pass.
@@ -180,7 +181,7 @@ def _next_request(
 
 
 def _fetch_request(
-    b: Broker, listed: list[FetchPartition], epoch: int, forgotten: tuple[ForgottenPartition, ...]
+    b: FetcherContext, listed: list[FetchPartition], epoch: int, forgotten: tuple[ForgottenPartition, ...]
 ) -> FetchRequest:
     return FetchRequest(
         replica_id=b.config.broker_id,
@@ -192,7 +193,7 @@ def _fetch_request(
     )
 
 
-def _next_steady_fetch(b: Broker, session: FetchSession, now: int) -> FetchRequest | None:
+def _next_steady_fetch(b: FetcherContext, session: FetchSession, now: int) -> FetchRequest | None:
     """`_next_request` for a steady session (`FetchSession.steady`), looking only at the
     partitions touched since: the same incremental Fetch, with `sent` and the session's
     partitions brought up to date in place. None where it does not apply (a new session, or a
@@ -234,12 +235,12 @@ def _position(f: FollowedPartition, on_fetch_epoch: bool, fencing: bool, max_byt
     return last, end
 
 
-def _as_sent(b: Broker, included: list[FollowedPartition]) -> dict[TopicPartition, tuple[int, int]]:
+def _as_sent(b: FetcherContext, included: list[FollowedPartition]) -> dict[TopicPartition, tuple[int, int]]:
     return {f.tp: (f.leader_epoch, b.state.partitions[f.tp].log.log_end_offset) for f in included}
 
 
 def _match_response(
-    b: Broker, out: Out, leader: int, correlation_id: int, answers: tuple[Any, ...], *phases: FetchPhase
+    b: FetcherContext, out: Out, leader: int, correlation_id: int, answers: tuple[Any, ...], *phases: FetchPhase
 ) -> tuple[FetchSession | None, list[tuple[FollowedPartition, Any]]]:
     """What every fetcher response shares: match it to the request in flight (a response to a
     request the fetcher gave up on is ignored), stop that request's timeout, and pair each answer
@@ -261,13 +262,13 @@ def _match_response(
     return session, pairs
 
 
-def _back_off(b: Broker, ctx: Ctx, followed: FollowedPartition) -> None:
+def _back_off(b: FetcherContext, ctx: Ctx, followed: FollowedPartition) -> None:
     """After an error: wait `replica.fetch.backoff.ms` (or the controller's next LeaderAndIsr)."""
     followed.backoff_until_ms = ctx.now_ms + b.config.replica_fetch_backoff_ms
 
 
 def on_fetch_response(
-    b: Broker, ctx: Ctx, out: Out, leader: int, correlation_id: int, resp: FetchResponse
+    b: FetcherContext, ctx: Ctx, out: Out, leader: int, correlation_id: int, resp: FetchResponse
 ) -> None:
     session, pairs = _match_response(b, out, leader, correlation_id, resp.partitions, FetchPhase.FETCHING)
     for followed, answer in pairs:
@@ -284,7 +285,7 @@ def on_fetch_response(
     maybe_send(b, ctx, out, session)
 
 
-def _apply_fetched(b: Broker, ctx: Ctx, out: Out, followed: FollowedPartition, answer: FetchedPartition) -> None:
+def _apply_fetched(b: FetcherContext, ctx: Ctx, out: Out, followed: FollowedPartition, answer: FetchedPartition) -> None:
     """`processPartitionData`: append, then HW = min(leader HW, own LEO); or handle the error."""
     partition = b.state.partitions[followed.tp]
     log = partition.log
@@ -304,13 +305,13 @@ def _apply_fetched(b: Broker, ctx: Ctx, out: Out, followed: FollowedPartition, a
     log.append_as_follower(out, answer.records, ctx.now_ms)
     log.update_high_watermark(answer.high_watermark)
     if (log.log_end_offset, log.high_watermark) != before:
-        b.emit_offsets(out, partition)
+        partition.emit_offsets(out)
     if b.config.profile.log_start_offset_in_fetch:
         log.maybe_increment_log_start_offset(out, answer.log_start_offset, "leader_offset_incremented")
 
 
 def on_offset_for_leader_epoch_response(
-    b: Broker, ctx: Ctx, out: Out, leader: int, correlation_id: int, resp: OffsetForLeaderEpochResponse
+    b: FetcherContext, ctx: Ctx, out: Out, leader: int, correlation_id: int, resp: OffsetForLeaderEpochResponse
 ) -> None:
     """Truncate by the leader's answer; loop again (KIP-279) until truncation is complete."""
     session, pairs = _match_response(
@@ -342,7 +343,7 @@ def on_offset_for_leader_epoch_response(
 
 
 def on_list_offsets_response(
-    b: Broker, ctx: Ctx, out: Out, leader: int, correlation_id: int, resp: ListOffsetsResponse
+    b: FetcherContext, ctx: Ctx, out: Out, leader: int, correlation_id: int, resp: ListOffsetsResponse
 ) -> None:
     """After OFFSET_OUT_OF_RANGE (`fetchOffsetAndTruncate`): the leader's end offset, to which a
     replica ahead of it truncates; else the leader's log start offset, at which a replica that
@@ -359,7 +360,7 @@ def on_list_offsets_response(
         if followed.phase is FetchPhase.OUT_OF_RANGE_START:
             if answer.offset > log.log_end_offset:
                 log.truncate_fully_and_start_at(out, answer.offset)
-                b.emit_offsets(out, partition)
+                partition.emit_offsets(out)
             followed.phase = FetchPhase.FETCHING
         elif answer.offset < log.log_end_offset:
             _truncate(b, out, partition, answer.offset, "offset_out_of_range")
@@ -370,7 +371,7 @@ def on_list_offsets_response(
         maybe_send(b, ctx, out, session)
 
 
-def disconnected(b: Broker, ctx: Ctx, out: Out, leader: int) -> None:
+def disconnected(b: FetcherContext, ctx: Ctx, out: Out, leader: int) -> None:
     """The connection to `leader`'s broker closed or was refused (its process died): the request
     in flight is lost now, not after `replica.socket.timeout.ms`, and the session's partitions
     back off `replica.fetch.backoff.ms` before the next attempt, as after a failed fetch."""
@@ -385,7 +386,7 @@ def disconnected(b: Broker, ctx: Ctx, out: Out, leader: int) -> None:
     maybe_send(b, ctx, out, session)
 
 
-def request_timed_out(b: Broker, ctx: Ctx, out: Out, leader: int) -> None:
+def request_timed_out(b: FetcherContext, ctx: Ctx, out: Out, leader: int) -> None:
     """`replica.socket.timeout.ms` passed without an answer: the request is lost; send again."""
     session = b.state.sessions.get(leader)
     if session is None or session.in_flight is None:
@@ -395,7 +396,7 @@ def request_timed_out(b: Broker, ctx: Ctx, out: Out, leader: int) -> None:
     maybe_send(b, ctx, out, session)
 
 
-def _truncate(b: Broker, out: Out, partition: Partition, offset: int, reason: str) -> None:
+def _truncate(b: FetcherContext, out: Out, partition: Partition, offset: int, reason: str) -> None:
     log = partition.log
     before = log.log_end_offset
     if log.truncate_to(out, offset):
@@ -407,4 +408,4 @@ def _truncate(b: Broker, out: Out, partition: Partition, offset: int, reason: st
             to_offset=log.log_end_offset,
             reason=reason,
         )
-        b.emit_offsets(out, partition)
+        partition.emit_offsets(out)

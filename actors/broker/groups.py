@@ -17,8 +17,7 @@ In a cluster without consumer groups there is no coordinator and none of this se
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from actors.broker.context import MetadataContext
 from actors.broker.partition import Partition
 from actors.core import Inbound, Out
 from actors.group.placement import OFFSETS_TOPIC, partition_for
@@ -32,13 +31,10 @@ from protocols.group import (
 )
 from protocols.types import TopicPartition
 
-if TYPE_CHECKING:
-    from actors.broker.behavior import Broker
-
 __all__ = ["leadership_changed", "on_find_coordinator", "replica_stopped"]
 
 
-def on_find_coordinator(b: Broker, out: Out, inbound: Inbound, req: FindCoordinatorRequest) -> None:
+def on_find_coordinator(b: MetadataContext, out: Out, inbound: Inbound, req: FindCoordinatorRequest) -> None:
     leader = _coordinator_of(b, req.key) if req.key_type == GROUP_KEY_TYPE else -1
     if leader < 0:
         out.reply(inbound, FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
@@ -46,7 +42,7 @@ def on_find_coordinator(b: Broker, out: Out, inbound: Inbound, req: FindCoordina
         out.reply(inbound, FindCoordinatorResponse(ErrorCode.NONE, leader))
 
 
-def _coordinator_of(b: Broker, group_id: str) -> int:
+def _coordinator_of(b: MetadataContext, group_id: str) -> int:
     """The live leader of the group's partition, or -1."""
     config = b.config
     if config.group_coordinator is None:
@@ -61,7 +57,7 @@ def _coordinator_of(b: Broker, group_id: str) -> int:
     return -1
 
 
-def leadership_changed(b: Broker, out: Out, partition: Partition, *, was_leader: bool) -> None:
+def leadership_changed(b: MetadataContext, out: Out, partition: Partition, *, was_leader: bool) -> None:
     """After LeaderAndIsr applied a new epoch to `partition`: tell the coordinator."""
     coordinator = b.config.group_coordinator
     if coordinator is None or partition.tp.topic != OFFSETS_TOPIC:
@@ -73,7 +69,7 @@ def leadership_changed(b: Broker, out: Out, partition: Partition, *, was_leader:
         out.send(coordinator, CoordinatorResigned(partition.tp.partition, partition.leader_epoch))
 
 
-def replica_stopped(b: Broker, out: Out, tp: TopicPartition, leader_epoch: int) -> None:
+def replica_stopped(b: MetadataContext, out: Out, tp: TopicPartition, leader_epoch: int) -> None:
     """StopReplica: the coordinator unloads the partition if it has it (a negative epoch, the
     controller's "no epoch", resigns whatever the epoch)."""
     coordinator = b.config.group_coordinator

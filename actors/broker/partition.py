@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING
 
+from actors.broker.fetch_session import LeaderFetchSession
 from actors.broker.partition_log import PartitionLog
 from actors.broker.replica_state import (
     NEVER_MS,
@@ -21,11 +21,9 @@ from actors.broker.replica_state import (
     reset_for_new_leader,
     update_fetch_state,
 )
+from actors.core import Out
 from protocols.types import NO_LEADER, TopicPartition
 from actors.profiles import Profile
-
-if TYPE_CHECKING:
-    from actors.broker.state import LeaderFetchSession
 
 __all__ = ["Partition", "PendingIsr", "Role"]
 
@@ -86,6 +84,18 @@ class Partition:
                 self.followers[replica] = fetched_at_end(rest.state, rest.log_end_offset, session.last_fetch_ms)
             if session.parked:
                 session.woke(self.tp)
+
+    def emit_offsets(self, out: Out) -> None:
+        """Log this replica's LEO and HW (after any change to either that matters)."""
+        out.emit(
+            "replica_offsets_changed",
+            topic=self.tp.topic,
+            partition=self.tp.partition,
+            role=self.role.value,
+            leader_epoch=self.leader_epoch,
+            log_end_offset=self.log.log_end_offset,
+            high_watermark=self.log.high_watermark,
+        )
 
     @property
     def maximal_isr(self) -> frozenset[int]:

@@ -35,6 +35,9 @@ writes it every minute and keeps each segment in its own file); the segments are
 retention clock restarts (Kafka reads the timestamps back from the batches).
 
 Left out: compaction, transactions, DeleteRecords (KIP-107's admin call).
+
+One module, as Kafka's `UnifiedLog` is one class (several times this size): every change keeps
+the batches and their offset, position, time and segment columns in step.
 """
 
 from __future__ import annotations

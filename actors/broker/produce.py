@@ -11,7 +11,7 @@ Models `ReplicaManager.appendRecords`, `Partition.appendRecordsToLeader` and `De
 
 A client connection whose produce waits in the purgatory is muted, as Kafka's socket server
 mutes a channel until its answer is sent: requests that arrive on it meanwhile are handled, in
-order, once the answer has gone. The group coordinator's appends are never held back
+order, once the answer has gone (`Broker` handles them again). The group coordinator's appends are never held back
 (`Broker.on_message`): Kafka's coordinator calls `appendRecords` in-process, not over a socket,
 so one commit waiting for its replicas holds back neither the next commit nor a group record.
 
@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from actors.broker.context import DelayedProduceContext, ProduceContext
 from actors.broker.state import DelayedProduce, PendingProduce
-from actors.core import Address, Ctx, Inbound, Out
+from actors.core import Ctx, Inbound, Out
 from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
 from protocols.metadata import MetadataRequest
@@ -38,10 +39,7 @@ from protocols.records import producer_records
 from protocols.replication import ProducePartitionData, ProducePartitionResponse, ProduceRequest, ProduceResponse
 from protocols.types import TopicPartition
 
-if TYPE_CHECKING:
-    from actors.broker.behavior import Broker
-
-__all__ = ["answer", "expire_produce", "on_init_producer_id", "on_produce", "try_complete", "unmute"]
+__all__ = ["answer", "expire_produce", "on_init_producer_id", "on_produce", "try_complete"]
 
 ACKS = (0, 1, -1)
 CLIENT_REQUESTS = (ProduceRequest, MetadataRequest, InitProducerIdRequest)
@@ -52,7 +50,7 @@ PRODUCER_ID_BLOCKS_PER_BROKER = 1000
 PRODUCER_ID_BLOCK_FILE = "producer-id-blocks"
 
 
-def on_produce(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: ProduceRequest) -> None:
+def on_produce(b: ProduceContext, ctx: Ctx, out: Out, inbound: Inbound, req: ProduceRequest) -> None:
     """`appendRecords`: append to each partition this broker leads, then answer by `acks`."""
     results: dict[TopicPartition, ProducePartitionResponse] = {}
     pending: dict[TopicPartition, PendingProduce] = {}
@@ -87,7 +85,7 @@ def on_produce(b: Broker, ctx: Ctx, out: Out, inbound: Inbound, req: ProduceRequ
 
 
 def _append(
-    b: Broker,
+    b: ProduceContext,
     ctx: Ctx,
     out: Out,
     tp: TopicPartition,
@@ -153,7 +151,7 @@ def _named(values: Sequence[str]) -> dict[str, Any]:
     return {} if named is None else {"producer": named[0], "records": named[1]}
 
 
-def _produce_error(b: Broker, tp: TopicPartition, acks: int) -> ErrorCode:
+def _produce_error(b: ProduceContext, tp: TopicPartition, acks: int) -> ErrorCode:
     partition = b.state.partitions.get(tp)
     if acks not in ACKS:
         return ErrorCode.INVALID_REQUIRED_ACKS
@@ -167,7 +165,7 @@ def _produce_error(b: Broker, tp: TopicPartition, acks: int) -> ErrorCode:
     return ErrorCode.NONE
 
 
-def try_complete(b: Broker, op: DelayedProduce) -> bool:
+def try_complete(b: DelayedProduceContext, op: DelayedProduce) -> bool:
     """`checkEnoughReplicasReachOffset` for every waiting partition; True when all are done."""
     for tp in sorted(op.pending):
         wait = op.pending[tp]
@@ -188,7 +186,7 @@ def try_complete(b: Broker, op: DelayedProduce) -> bool:
     return not op.pending
 
 
-def answer(b: Broker, out: Out, op: DelayedProduce) -> None:
+def answer(b: DelayedProduceContext, out: Out, op: DelayedProduce) -> None:
     """Send a completed produce's answer; its connection is read again."""
     out.reply(op.inbound, ProduceResponse(tuple(op.done[tp] for tp in op.order)))
     src = op.inbound.src
@@ -198,7 +196,7 @@ def answer(b: Broker, out: Out, op: DelayedProduce) -> None:
         b.state.muted.pop(src, None)
 
 
-def expire_produce(b: Broker, out: Out, op_id: int) -> None:
+def expire_produce(b: DelayedProduceContext, out: Out, op_id: int) -> None:
     op = b.state.delayed_produces.pop(op_id)
     if op is None:
         return
@@ -207,17 +205,7 @@ def expire_produce(b: Broker, out: Out, op_id: int) -> None:
     answer(b, out, op)
 
 
-def unmute(b: Broker, ctx: Ctx, out: Out, src: Address) -> None:
-    """Handle, in order, the requests that waited on a connection, until one waits again."""
-    waiting = b.state.muted.pop(src, None)
-    while waiting:
-        b.handle(ctx, out, waiting.popleft())
-        if src in b.state.muted:  # that one waits in the purgatory: the rest wait behind it
-            b.state.muted[src].extend(waiting)
-            return
-
-
-def on_init_producer_id(b: Broker, out: Out, inbound: Inbound, req: InitProducerIdRequest) -> None:
+def on_init_producer_id(b: ProduceContext, out: Out, inbound: Inbound, req: InitProducerIdRequest) -> None:
     """A new producer id for an idempotent producer without a transactional id, epoch 0."""
     state = b.state
     if state.next_producer_id < 0 or state.next_producer_id % PRODUCER_ID_BLOCK_SIZE == 0:

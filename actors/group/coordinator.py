@@ -4,9 +4,11 @@ classic protocol, with the version switches of the profile).
 It coordinates the groups whose `__consumer_offsets` partition its broker leads: the broker
 tells it of each election and resignation (`loading.py`). It answers JoinGroup (`join.py`),
 SyncGroup, Heartbeat and LeaveGroup (`membership.py`), OffsetCommit and OffsetFetch
-(`offsets.py`); the rebalance machinery is in `rebalance.py`, the group state in `state.py`, the
-decisions in `rules.py`. FindCoordinator is answered by the broker (replica manager) from its
-metadata cache.
+(`offsets.py`); the rebalance machinery is in `rebalance.py`, the classic group's state machine
+in `state.py`, the decisions in `rules.py`. The manager (`manager.py`) holds its groups as
+`Group`s (`group.py`), Kafka's interface for every group type, and the classic protocol's
+handlers reach them as classic groups. FindCoordinator is answered by the broker (replica
+manager) from its metadata cache.
 
 Appends (commits and group records) go through the broker's real produce path: a ProduceRequest
 with acks=-1 and `offsets.commit.timeout.ms` to the replica manager of the same node, whose
@@ -109,7 +111,7 @@ class GroupCoordinator:
         if kind == "load":
             loading.on_load_timer(m, ctx, out, args[0])
             return out
-        group = m.groups.get(args[0])
+        group = m.classic_group(args[0])  # the rebalance's timers are the classic protocol's
         if group is None:
             return out  # the group was unloaded or removed since
         if kind == "join":

@@ -48,12 +48,12 @@ def on_join_group(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: Jo
         fail(E.INVALID_SESSION_TIMEOUT)
         return
     unknown = req.member_id == ""
-    group = m.groups.get(req.group_id)
+    group = m.classic_group(req.group_id)
     if group is None:
         if not unknown:
             fail(E.UNKNOWN_MEMBER_ID)
             return
-        group = m.create_group(out, req.group_id, ctx.now_ms)
+        group = m.create_classic_group(out, req.group_id, ctx.now_ms)
     instance = req.group_instance_id if config.profile.static_membership else None
     names = tuple(p.name for p in req.protocols)
     if not group.supports_protocols(req.protocol_type, names):

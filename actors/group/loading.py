@@ -24,7 +24,7 @@ from actors.core import Ctx, Out
 from actors.group.manager import GroupManager, announce_group, timer_key
 from actors.group.rebalance import member_added, remove_sync_expiration
 from actors.group.records import replay
-from actors.group.state import ClassicGroup, GroupState
+from actors.group.state import ClassicGroup, GroupState, as_classic
 from protocols.errors import ErrorCode
 from protocols.group import CoordinatorElected, CoordinatorResigned, JoinGroupResponse, SyncGroupResponse
 from protocols.replication import RecordBatch
@@ -82,7 +82,7 @@ def on_resigned(m: GroupManager, ctx: Ctx, out: Out, msg: CoordinatorResigned) -
         return
     unloaded = []
     for group in m.groups_of(partition):
-        _unload(m, ctx, out, group)
+        _unload(m, ctx, out, as_classic(group))
         del m.groups[group.group_id]
         unloaded.append(group.group_id)
     out.emit("group_coordinator_unloaded", partition=partition, leader_epoch=msg.leader_epoch, groups=unloaded)

@@ -1,10 +1,11 @@
 """What the coordinator owns and the primitives its handlers share (`GroupMetadataManager`).
 
 The owned `__consumer_offsets` partitions with their coordinator epochs, the groups loaded from
-them, the appends in flight, and the operations every handler uses: `validateGroupStatus`,
-creating a group, appending records through the broker's produce path (acks=-1, as
-`appendForGroup`), member ids, and the timers (named by what they time, so arming one again
-replaces it, as completing Kafka's delayed operation under the same key does).
+them (as `Group`s; classic groups are the only type yet), the appends in flight, and the
+operations every handler uses: `validateGroupStatus`, looking up or creating a classic group,
+appending records through the broker's produce path (acks=-1, as `appendForGroup`), member
+ids, and the timers (named by what they time, so arming one again replaces it, as completing
+Kafka's delayed operation under the same key does).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any
 
 from actors.core import Ctx, Inbound, Out
 from actors.group.config import GroupCoordinatorConfig
+from actors.group.group import Group
 from actors.group.placement import OFFSETS_TOPIC, partition_for
 from actors.group.records import batch_size_bytes
-from actors.group.state import ClassicGroup, MemberMetadata
+from actors.group.state import ClassicGroup, MemberMetadata, as_classic
 from protocols.errors import ErrorCode
 from protocols.group import Assignment, JoinGroupProtocol
 from protocols.replication import ProducePartitionData, ProduceRequest, RecordBatch
@@ -84,7 +86,8 @@ class PendingCommit:
 @dataclass(slots=True)
 class GroupManager:
     config: GroupCoordinatorConfig
-    groups: dict[str, ClassicGroup] = field(default_factory=dict)
+    groups: dict[str, Group] = field(default_factory=dict)
+    """Every loaded group, of any type (`Group`); only classic ones exist yet."""
     owned: dict[int, int] = field(default_factory=dict)
     """Loaded partitions and the leader epoch they were loaded in."""
     loading: dict[int, int] = field(default_factory=dict)
@@ -118,13 +121,19 @@ class GroupManager:
             self.epochs[partition] = leader_epoch
         return leader_epoch is None or self.epochs.get(partition) == leader_epoch
 
-    def groups_of(self, partition: int) -> list[ClassicGroup]:
+    def groups_of(self, partition: int) -> list[Group]:
         return [g for gid, g in sorted(self.groups.items()) if self.partition_for(gid) == partition]
 
     # ------------------------------------------------------------------ groups and members
 
-    def create_group(self, out: Out, group_id: str, now_ms: int) -> ClassicGroup:
-        """`getOrMaybeCreateGroup`/`addGroup`: a new group starts Empty at generation 0."""
+    def classic_group(self, group_id: str) -> ClassicGroup | None:
+        """`getOrMaybeCreateClassicGroup` without creating: the group a classic protocol's
+        request names, if it is loaded here."""
+        group = self.groups.get(group_id)
+        return None if group is None else as_classic(group)
+
+    def create_classic_group(self, out: Out, group_id: str, now_ms: int) -> ClassicGroup:
+        """`getOrMaybeCreateClassicGroup`/`addGroup`: a new group starts Empty at generation 0."""
         group = ClassicGroup(group_id, state_timestamp_ms=now_ms)
         self.groups[group_id] = group
         announce_group(out, group)
@@ -168,7 +177,7 @@ class GroupManager:
             "broker_id": self.config.broker_id,
             "loaded_partitions": dict(sorted(self.owned.items())),
             "loading_partitions": sorted(self.loading),
-            "groups": {gid: group_snapshot(g) for gid, g in sorted(self.groups.items())},
+            "groups": {gid: group_snapshot(as_classic(g)) for gid, g in sorted(self.groups.items())},
         }
 
 

@@ -40,7 +40,7 @@ def _instance(m: GroupManager, group_instance_id: str | None) -> str | None:
 
 def on_sync_group(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: SyncGroupRequest) -> None:
     error = m.status_error(req.group_id)
-    group = m.groups.get(req.group_id)
+    group = m.classic_group(req.group_id)
     if error is E.COORDINATOR_LOAD_IN_PROGRESS:
         error = E.REBALANCE_IN_PROGRESS
     elif error is E.NONE and group is None:
@@ -93,7 +93,7 @@ def _heartbeat(m: GroupManager, out: Out, req: HeartbeatRequest) -> ErrorCode:
         return E.NONE  # answered blindly while the group loads
     if error is not E.NONE:
         return error
-    group = m.groups.get(req.group_id)
+    group = m.classic_group(req.group_id)
     if group is None:
         return E.UNKNOWN_MEMBER_ID
     error = validate_current_member(group, req.member_id, _instance(m, req.group_instance_id))
@@ -128,7 +128,7 @@ def on_leave_group(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: L
     if error is not E.NONE:
         out.reply(inbound, LeaveGroupResponse(error))
         return
-    group = m.groups.get(req.group_id)
+    group = m.classic_group(req.group_id)
     errors = [_leave(m, ctx, out, group, identity) for identity in req.members]
     first = next((e for e in errors if e is not E.NONE), E.NONE)
     out.reply(inbound, LeaveGroupResponse(first))

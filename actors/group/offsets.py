@@ -24,7 +24,7 @@ from actors.core import Ctx, Inbound, Out
 from actors.group.manager import GroupManager, PendingCommit, timer_key
 from actors.group.records import group_tombstone, offset_record, offset_tombstone
 from actors.group.rules import expired_offsets, offset_commit_error, store_offsets_error
-from actors.group.state import ClassicGroup, CommittedOffset, GroupState
+from actors.group.state import ClassicGroup, CommittedOffset, GroupState, as_classic
 from protocols.errors import ErrorCode
 from protocols.group import (
     OffsetCommitRequest,
@@ -51,10 +51,10 @@ def on_offset_commit(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req:
     ]
     instance = req.group_instance_id if m.config.profile.static_membership else None
     error = m.status_error(req.group_id)
-    group = m.groups.get(req.group_id)
+    group = m.classic_group(req.group_id)
     if error is E.NONE:
         if group is None and req.generation_id < 0:
-            group = m.create_group(out, req.group_id, ctx.now_ms)  # a standalone group
+            group = m.create_classic_group(out, req.group_id, ctx.now_ms)  # a standalone group
         error = offset_commit_error(group, req.generation_id, req.member_id, instance)
     if error is not E.NONE or group is None:
         _answer(out, inbound, req.group_id, req.member_id, req.generation_id, offsets, error)
@@ -123,7 +123,7 @@ def on_offset_fetch(m: GroupManager, out: Out, inbound: Inbound, req: OffsetFetc
     if error is not E.NONE:
         out.reply(inbound, OffsetFetchResponse(error))
         return
-    group = m.groups.get(req.group_id)
+    group = m.classic_group(req.group_id)
     committed = {} if group is None else group.offsets
     if req.topics:
         wanted = [(t.topic, t.partitions) for t in req.topics]
@@ -149,7 +149,7 @@ def on_retention_timer(m: GroupManager, ctx: Ctx, out: Out) -> None:
     """`cleanupGroupMetadata` over every loaded group, in group-id order."""
     config = m.config
     for group_id in sorted(m.groups):
-        group = m.groups[group_id]
+        group = as_classic(m.groups[group_id])
         expired = expired_offsets(
             group, ctx.now_ms, config.offsets_retention_ms, expire_when_empty=config.profile.offsets_expire_when_empty
         )

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from actors.core import Inbound, Out
 from actors.group.delayed import DelayedJoin
+from actors.group.group import Group, GroupType
 from protocols.group import Assignment, JoinGroupProtocol, Subscription
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ __all__ = [
     "GroupState",
     "IllegalGroupTransition",
     "MemberMetadata",
+    "as_classic",
 ]
 
 
@@ -172,6 +174,10 @@ class ClassicGroup:
     """Commits whose append is in flight (`pendingOffsetCommits`), as (offset, leader epoch,
     commit time): invisible to OffsetFetch until the append is done."""
 
+    @property
+    def group_type(self) -> GroupType:
+        return GroupType.CLASSIC
+
     # ------------------------------------------------------------------ states
 
     def is_(self, state: GroupState) -> bool:
@@ -298,3 +304,12 @@ class ClassicGroup:
 
     def has_offsets(self) -> bool:
         return bool(self.offsets) or bool(self.pending_offset_commits)
+
+
+def as_classic(group: Group) -> ClassicGroup:
+    """`group` where only a classic group's rules apply (Kafka dispatches on `group.type()`
+    there). Classic is the only type yet: any other is a bug, not a request to refuse."""
+    if not isinstance(group, ClassicGroup):
+        msg = f"group {group.group_id} is a {group.group_type.value} group, not a classic one"
+        raise TypeError(msg)
+    return group

@@ -57,7 +57,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "actors/broker/leader.py",
         "            _follower_fetched(b, ctx, out, read.partition, fp, replica)\n",
         "            _follower_fetched(b, ctx, out, read.partition, fp, replica)\n"
-        "            reads[-1] = _read_partition(b, fp, replica)\n",
+        "            reads[-1] = read_partition(b, fp, replica)\n",
         (f"{REPLICATION}::test_s1_two_fetch_hw_propagation_step_by_step", f"{RULES}::test_an_immediate_fetch_answer_carries_the_hw_from_before_the_fetch"),
     ),
     Mutant(
@@ -79,7 +79,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "kip_320_no_epoch_fencing",
         "KIP-320 (2.1): FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH on fetches (Partition.checkCurrentLeaderEpoch)",
-        "actors/broker/leader.py",
+        "actors/broker/read.py",
         "if not b.config.profile.fetch_epoch_fencing or current_leader_epoch < 0:",
         "if True:",
         ("tests/unit/broker/test_fencing.py",),
@@ -349,7 +349,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "resting_times_read_stale",
         "the ISR check reads a follower's caught-up time as of its last fetch, also for a partition its session skips (replica.lag.time.max.ms, Partition.getOutOfSyncReplicas)",
-        "actors/broker/leader.py",
+        "actors/broker/isr.py",
         "            partition.wake()  # the follower times are read now\n",
         "            pass\n",
         ("tests/unit/broker/test_fetch_session.py::test_an_idle_partition_rests_and_its_follower_times_are_brought_up_to_date_when_read",),

@@ -1,0 +1,33 @@
+"""What the coordinator holds of any group: Kafka's `Group` interface and its `GroupType`.
+
+Kafka's `GroupMetadataManager` keeps classic groups and KIP-848 consumer groups in one map of
+`Group`s and reaches a group's own rules by its type: the classic protocol's requests through
+`getOrMaybeCreateClassicGroup`, which refuses a group of another type, and unloading by a switch
+on `group.type()`. Here the only type is the classic one (`state.ClassicGroup`, with its state
+machine); a `ConsumerGroup` would implement `Group` beside it, and be told apart where the
+manager's groups are narrowed to classic ones (`state.as_classic`).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Protocol
+
+__all__ = ["Group", "GroupType"]
+
+
+class GroupType(Enum):
+    """`Group.GroupType`: the protocol a group's members speak. KIP-848's `CONSUMER` joins it
+    with its group."""
+
+    CLASSIC = "classic"
+
+
+class Group(Protocol):
+    """`Group`: what the manager needs of a group of any type."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def group_type(self) -> GroupType: ...
