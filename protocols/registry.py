@@ -10,7 +10,8 @@ Nested structures are dataclasses registered with `@struct`.
 The registry compiles, once per class, an encoder and a validating decoder from the type hints
 (`protocols.schema`, which says what field types are supported and how nothing decoded is
 trusted), and gives the class a faster `__init__` (`protocols.frozen`): messages are built for
-every send.
+every send. Left out: ApiVersions negotiation; a sender names the version it writes, by default
+the highest the registry supports.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ ZooKeeper requests and is resumed with their responses, in the same order. The a
 (`actors.controller.event_manager`).
 
 The parts it drives are Kafka's: the replica and partition state machines
-(`actors.controller.state_machines`), its ZooKeeper client (`actors.controller.kafka_zk_client`,
-where every write is fenced by the controller epoch and `ControllerMoved` is raised) and its
+(`actors.controller.state_machines`), its ZooKeeper client (`actors.controller.kafka_zk_client`:
+from 2.1 every write is fenced by the controller epoch, and `ControllerMoved` raised) and its
 channel to the brokers (`actors.controller.channel`); they share its cache of the cluster
 (`actors.controller.context`).
 
@@ -27,7 +27,7 @@ from actors.controller.channel import Channel, RequestBatch
 from actors.controller.config import ControllerSettings
 from actors.controller.context import ControllerContext, StepOutput
 from actors.controller.election import imbalanced_partitions
-from actors.controller.kafka_zk_client import ControllerMoved, KafkaZkClient, Step
+from actors.controller.kafka_zk_client import KafkaZkClient, Step
 from actors.controller.state_machines import PartitionStateMachine, ReplicaStateMachine
 from actors.controller.states import PartitionState, ReplicaState
 from actors.controller.zkdata import LeaderIsr
@@ -46,7 +46,7 @@ from protocols.replication import (
 )
 from protocols.types import TopicPartition
 
-__all__ = ["ControllerMoved", "ControllerSettings", "KafkaController", "Step"]
+__all__ = ["ControllerSettings", "KafkaController"]
 
 
 class KafkaController:

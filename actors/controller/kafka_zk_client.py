@@ -5,11 +5,12 @@ Each read or write is a generator, as the controller's steps are: it `yield`s a 
 ZooKeeper requests and is resumed with their responses, in the same order. Reads return what
 they found; the controller caches it (`ControllerContext`), as Kafka's does.
 
-Every controller write is wrapped in a multi with `CheckOp(/controller_epoch, epochZkVersion)`
-(KAFKA-6082): a BADVERSION on that check means another controller was elected since, and raises
-`ControllerMoved`, on which the controller resigns. Left out: topic creation, deletion and
-reassignment znodes, and the retries Kafka's client makes while disconnected (the actor's
-ZooKeeper client sends the requests again, `actors.controller.zookeeper_client`).
+From 2.1 every controller write is wrapped in a multi with `CheckOp(/controller_epoch,
+epochZkVersion)` (KAFKA-6082): a BADVERSION on that check means another controller was elected
+since, and raises `ControllerMoved`, on which the controller resigns.
+
+Left out: the znodes of topic deletion, partition reassignment, preferred-replica election
+requests, configs and ACLs.
 """
 
 from __future__ import annotations

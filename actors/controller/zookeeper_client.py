@@ -5,7 +5,7 @@ The session is opened with `zookeeper.session.timeout.ms` and pinged every third
 unanswered for the client's read timeout (two thirds of the session timeout) means the connection
 broke: every pending request fails and is sent again on the same session (Kafka's
 `retryRequestsUntilConnected`). What a lost session means for the candidate and the controller is
-the actor's (`actors.controller.behavior`). Left out: the connection's own TCP timing, auth and
+the actor's (`actors.controller.behavior`). Left out: moving to another server of an ensemble (the model has one), auth and
 the chroot.
 """
 

@@ -6,7 +6,8 @@ while a partition has none, after an error that means stale metadata or a closed
 and every `metadata.max.age.ms`. It asks one broker while that one answers, and the next after
 `request.timeout.ms` without an answer, or at once when its connection closes. In a cluster
 without a controller the leaders are fixed (`config.leaders`) and never asked for. Left out:
-topics other than the producer's, and the cluster id and controller of the answer.
+topics other than the producer's, and the answer's controller id, which the producer has no
+use for.
 """
 
 from __future__ import annotations
