@@ -11,7 +11,8 @@ As a candidate, in Kafka's order:
    version. NODEEXISTS or BADVERSION: another broker won; watch `/controller`;
 5. on the watch firing (the controller's session ended), race again.
 
-Once elected it runs `actors.controller.kafka_controller`, one event at a time.
+Once elected it runs `actors.controller.kafka_controller`, one event at a time
+(`actors.controller.event_manager`).
 
 Sessions. A request answered SESSIONEXPIRED (the node was paused past the timeout) makes the
 client open a new session. A standby candidate then registers again, with a new broker epoch.
@@ -23,32 +24,35 @@ again on the new session, and its next write fails the controller-epoch check (B
 Before 2.7 the replica manager also writes ISR changes through this client (`IsrUpdateRequest`):
 a conditional setData of the partition-state znode and an `/isr_change_notification` node.
 
-Shutdown (`KafkaServer.shutdown`). On the operator's signal, with `controlled.shutdown.enable`,
-the broker asks the active controller to move its leaderships (ControlledShutdown), up to
-`controlled.shutdown.max.retries` attempts `controlled.shutdown.retry.backoff.ms` apart while
-the answer is an error, lists partitions it still leads, or does not come. Then, whatever the
-outcome, it closes its ZooKeeper session (its registration goes at once, not after the session
-timeout as for a crash) and hands the signal to the replica manager, which exits the process.
+The session itself is `actors.controller.zookeeper_client`; the broker's shutdown, which asks
+the controller to move its leaderships first, is `actors.controller.shutdown`. The rest stays
+in this module, somewhat over 400 lines: its registration, election and resignation are, in
+Kafka, methods of one class, `KafkaController` (about 2,800 lines), with the events it runs.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from actors.broker.behavior import broker_id_of
-from actors.broker.config import controller_address
 from actors.controller import zkdata as zk
-from actors.controller.kafka_controller import (
-    ControllerMoved,
-    ControllerSettings,
-    KafkaController,
-    Step,
+from actors.controller.config import ControllerConfig
+from actors.controller.event_manager import ControllerEventManager
+from actors.controller.kafka_controller import KafkaController
+from actors.controller.kafka_zk_client import (
+    create_top_level_paths,
+    isr_update_request,
+    isr_update_response,
+    register_broker,
+    register_controller,
 )
+from actors.controller.shutdown import ControlledShutdown
 from actors.controller.states import PartitionState
-from actors.core import Address, Ctx, Inbound, Out
+from actors.controller.zookeeper_client import ZooKeeperClient
+from actors.core import Ctx, Inbound, Out
 from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
 from protocols.metadata import (
@@ -61,33 +65,18 @@ from protocols.metadata import (
     StopReplicaResponse,
     UpdateMetadataResponse,
 )
-from protocols.replication import (
-    AlterPartitionRequest,
-    AlterPartitionResponse,
-    LeaderAndIsrResponse,
-)
-from protocols.types import TopicPartition
+from protocols.replication import AlterPartitionRequest, AlterPartitionResponse, LeaderAndIsrResponse
 from protocols.zookeeper import (
-    CloseSessionRequest,
-    ConnectRequest,
     ConnectResponse,
     EventType,
     GetDataRequest,
     GetDataResponse,
-    MultiRequest,
     MultiResponse,
-    Op,
-    OpCode,
     WatchedEvent,
     ZkError,
-    ZkPingRequest,
 )
 
 __all__ = ["CandidateState", "Controller", "ControllerConfig"]
-
-ZOOKEEPER = Address("zookeeper", "zookeeper")
-TOP_LEVEL_PATHS = ("/brokers", zk.BROKER_IDS, zk.TOPICS, zk.ISR_CHANGE_NOTIFICATION)
-
 
 class CandidateState(Enum):
     """Where the candidate is.
@@ -109,45 +98,9 @@ class CandidateState(Enum):
     STANDBY = "standby"
 
 
-@dataclass(frozen=True, slots=True)
-class ControllerConfig:
-    broker_id: int
-    session_timeout_ms: int = 18000
-    settings: ControllerSettings = field(default_factory=ControllerSettings)
-    replica_manager: Address | None = None
-    """The broker actor on this node, told its broker epoch; None in tests of the election alone."""
-    controlled_shutdown_enable: bool = True
-    controlled_shutdown_max_retries: int = 3
-    controlled_shutdown_retry_backoff_ms: int = 5000
-    request_timeout_ms: int = 30000
-    """How long the broker waits for the controller's answer to ControlledShutdown."""
-
-
-@dataclass(slots=True)
-class _Shutdown:
-    """A shutdown under way."""
-
-    started_ms: int
-    exit_after_ms: int
-    attempts: int = 0
-    waiting: int = 0
-    """The correlation id of the ControlledShutdown in flight; 0: none."""
-    controller: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class _Waiting:
-    purpose: str
-    arg: Any
-    session_id: int
-    message: Any = None
-    sent_ms: int = 0
-
-
 @dataclass(slots=True)
 class _State:
     state: CandidateState = CandidateState.CONNECTING
-    session_id: int = 0
     registered_session: int = 0
     broker_epoch: int = -1
     controller_epoch: int = -1
@@ -155,66 +108,47 @@ class _State:
     attempted_epoch: int = -1
     """The epoch of its last election multi."""
     active_controller: int = -1
-    next_correlation_id: int = 0
-    waiting: dict[int, _Waiting] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Running:
-    """The controller step in progress and the ZooKeeper requests it waits for."""
-
-    number: int
-    step: Step
-    requests: list[Any] = field(default_factory=list)
-    results: list[Any] = field(default_factory=list)
-    resend: list[int] = field(default_factory=list)
-    """Requests answered SESSIONEXPIRED, sent again once a new session exists."""
 
 
 class Controller:
     def __init__(self, config: ControllerConfig) -> None:
         self.config = config
         self.s = _State()
+        self.zk = ZooKeeperClient(config.broker_id, config.session_timeout_ms)
         self.kc: KafkaController | None = None
-        self.events: list[tuple[str, Any]] = []
-        self.running: _Running | None = None
-        self.steps = 0
-        self.shutdown: _Shutdown | None = None
-        self.now_ms = 0
+        self.events = ControllerEventManager(self, self.zk)
+        self.shutdown = ControlledShutdown(config, self.zk)
 
     # ------------------------------------------------------------------ handlers
 
     def on_start(self, ctx: Ctx) -> Out:
-        self.now_ms = ctx.now_ms
+        self.zk.now_ms = ctx.now_ms
         out = Out()
         self._connect(out)
         return out
 
     def on_timer(self, ctx: Ctx, key: str) -> Out:
-        self.now_ms = ctx.now_ms
+        self.zk.now_ms = ctx.now_ms
         out = Out()
         kind, _, arg = key.partition(":")
         if kind == "ping":
-            self._check_connection(out)
-            if self.s.session_id:
-                self._request(out, ZkPingRequest(self.s.session_id), "ping")
-            out.set_timer("ping", self.config.session_timeout_ms // 3)
+            self.zk.ping(out)
         elif kind == "register" and self.s.state is CandidateState.REGISTERING:
             self._register(out)
         elif kind == "auto-rebalance":
-            self._queue(out, "auto-rebalance")
+            self.events.put(out, "auto-rebalance")
         elif kind == "channel" and self.kc is not None:
             self.kc.channel.on_timeout(out, int(arg))
         elif kind == "controlled-shutdown":
-            self._attempt_controlled_shutdown(ctx, out)
-        elif kind == "controlled-shutdown-timeout" and self.shutdown is not None:
-            self._controlled_shutdown_failed(ctx, out, "REQUEST_TIMED_OUT")
+            self.shutdown.attempt(ctx, out, self.s.active_controller, self.s.broker_epoch)
+        elif kind == "controlled-shutdown-timeout":
+            self.shutdown.timed_out(ctx, out)
         elif kind == "exit":
-            self._exit(out)
+            self.shutdown.exit(out)
         return out
 
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
-        self.now_ms = ctx.now_ms
+        self.zk.now_ms = ctx.now_ms
         out = Out()
         msg = inbound.message
         match msg:
@@ -224,18 +158,22 @@ class Controller:
                 if self.kc is None:
                     out.reply(inbound, AlterPartitionResponse(ErrorCode.NOT_CONTROLLER))
                 else:
-                    self._queue(out, "alter-partition", inbound)
+                    self.events.put(out, "alter-partition", inbound)
             case IsrUpdateRequest():
-                self._update_isr(out, inbound, msg)
+                # Before 2.7: the replica manager's ISR write, on this broker's session.
+                if not self.zk.session_id:
+                    out.reply(inbound, IsrUpdateResponse(ErrorCode.NETWORK_EXCEPTION))
+                else:
+                    self.zk.request(out, isr_update_request(self.zk.session_id, msg), "isr-update", inbound)
             case ControlledShutdownRequest():
                 if self.kc is None:
                     out.reply(inbound, ControlledShutdownResponse(ErrorCode.NOT_CONTROLLER))
                 else:
-                    self._queue(out, "controlled-shutdown", inbound)
+                    self.events.put(out, "controlled-shutdown", inbound)
             case ShutdownSignal():
-                self._begin_shutdown(ctx, out, msg)
+                self.shutdown.begin(ctx, out, msg, self.s.active_controller, self.s.broker_epoch)
             case ControlledShutdownResponse():
-                self._on_controlled_shutdown_response(ctx, out, inbound, msg)
+                self.shutdown.on_response(ctx, out, inbound, msg)
             case LeaderAndIsrResponse() | UpdateMetadataResponse() | StopReplicaResponse():
                 if self.kc is not None:
                     self.kc.channel.on_response(out, broker_id_of(inbound.src), inbound.correlation_id)
@@ -244,8 +182,7 @@ class Controller:
                 # the controller's channel, and to a controlled shutdown waiting on it.
                 if self.kc is not None and peer.startswith("broker-"):
                     self.kc.channel.on_disconnected(out, broker_id_of(inbound.src))
-                if self.shutdown is not None and self.shutdown.waiting and peer == f"broker-{self.shutdown.controller}":
-                    self._controlled_shutdown_failed(ctx, out, "DISCONNECTED")
+                self.shutdown.disconnected(ctx, out, peer)
             case _:
                 self._on_zookeeper_response(out, inbound)
         return out
@@ -253,7 +190,7 @@ class Controller:
     def snapshot(self) -> dict[str, Any]:
         view: dict[str, Any] = {
             "state": self.s.state.value,
-            "session_id": self.s.session_id,
+            "session_id": self.zk.session_id,
             "broker_epoch": self.s.broker_epoch,
             "controller_epoch": self.s.controller_epoch,
             "active_controller": self.s.active_controller,
@@ -274,43 +211,19 @@ class Controller:
             view["queued_requests"] = {b: self.kc.channel.queued(b) for b in sorted(c.live_brokers)}
         return view
 
-    # ------------------------------------------------------------------ ZooKeeper client
-
-    def _request(self, out: Out, message: Any, purpose: str, arg: Any = None) -> None:
-        self.s.next_correlation_id += 1
-        waiting = _Waiting(purpose, arg, self.s.session_id, message, self.now_ms)
-        self.s.waiting[self.s.next_correlation_id] = waiting
-        out.send(ZOOKEEPER, message, self.s.next_correlation_id)
-
-    def _check_connection(self, out: Out) -> None:
-        """A request unanswered for the client's read timeout (two thirds of the session
-        timeout) means its connection broke: over TCP an answer is not lost alone. As
-        `ClientCnxn` does, every request pending on it fails (CONNECTIONLOSS) and, as Kafka's
-        `ZooKeeperClient` does (`retryRequestsUntilConnected`), each is sent again; the session
-        goes on if it has not expired."""
-        read_timeout = self.config.session_timeout_ms * 2 // 3
-        pending = sorted(self.s.waiting.items())
-        if not any(self.now_ms - w.sent_ms >= read_timeout for _, w in pending):
-            return
-        out.emit("zk_connection_lost", broker_id=self.config.broker_id, session_id=self.s.session_id, pending=len(pending))
-        self.s.waiting = {}
-        for _, w in pending:
-            if w.purpose != "ping" and (w.session_id == self.s.session_id or w.purpose == "connect"):
-                self._request(out, w.message, w.purpose, w.arg)
+    # ------------------------------------------------------------------ ZooKeeper session
 
     def _on_zookeeper_response(self, out: Out, inbound: Inbound) -> None:
-        waiting = self.s.waiting.pop(inbound.correlation_id, None)
+        waiting = self.zk.take(inbound.correlation_id)
         if waiting is None:
             return
         msg = inbound.message
         if getattr(msg, "error", ZkError.OK) is ZkError.SESSIONEXPIRED:
-            if waiting.purpose == "step" and self.running is not None and waiting.arg[0] == self.running.number:
-                self.running.resend.append(waiting.arg[1])
-                if self.s.session_id and waiting.session_id != self.s.session_id:
-                    self._resend(out)  # a new session exists already
+            if waiting.purpose == "step":
+                self.events.on_session_expired(out, waiting.arg, waiting.session_id)
             elif waiting.purpose == "isr-update":
                 out.reply(waiting.arg, IsrUpdateResponse(ErrorCode.NETWORK_EXCEPTION))
-            if waiting.session_id == self.s.session_id and self.s.session_id:
+            if waiting.session_id == self.zk.session_id and self.zk.session_id:
                 self._session_lost(out)
             return
         match waiting.purpose, msg:
@@ -329,72 +242,50 @@ class Controller:
             case "read-controller", GetDataResponse() as resp:
                 self._observe_controller(out, resp)
             case "isr-update", MultiResponse() as resp:
-                self._isr_updated(out, waiting.arg, resp)
+                out.reply(waiting.arg, isr_update_response(resp))
             case "step", _:
-                self._step_response(out, waiting.arg, msg)
+                self.events.on_response(out, waiting.arg, msg)
             case "close", _:
-                self._stop_replica_manager(out)
+                self.shutdown.stop_replica_manager(out)
             case _:
                 pass
 
     def _connect(self, out: Out) -> None:
-        self.s.session_id = 0
         if self.s.state is not CandidateState.ACTIVE:
             self.s.state = CandidateState.CONNECTING
-        self._request(out, ConnectRequest(self.config.session_timeout_ms), "connect")
-        out.set_timer("ping", self.config.session_timeout_ms // 3)
+        self.zk.connect(out)
 
     def _connected(self, out: Out, session_id: int, timeout_ms: int) -> None:
-        self.s.session_id = session_id
-        out.set_timer("ping", timeout_ms // 3)
-        self._resend(out)
+        self.zk.connected(out, session_id, timeout_ms)
+        self.events.resend(out)
         if self.s.state is CandidateState.CONNECTING:
             self.s.state = CandidateState.REGISTERING
             self._register(out)
 
-    def _resend(self, out: Out) -> None:
-        """The step in progress goes on, on the new session (see the module docstring)."""
-        running = self.running
-        if running is None:
-            return
-        for i in running.resend:
-            request = replace(running.requests[i], session_id=self.s.session_id)
-            self._request(out, request, "step", (running.number, i))
-        running.resend.clear()
-
     def _session_lost(self, out: Out) -> None:
-        out.emit("zk_session_lost", broker_id=self.config.broker_id, session_id=self.s.session_id)
-        out.cancel_timer("ping")
-        for correlation_id in sorted(self.s.waiting):
-            if self.s.waiting[correlation_id].purpose not in ("step", "isr-update"):
-                del self.s.waiting[correlation_id]
+        self.zk.session_lost(out)
         if self.s.state is CandidateState.ACTIVE:
-            # Kafka's `clearAndPut(Expire)`: queued events are dropped, the one running ends first.
-            self.events = [("expire", None)]
+            self.events.clear_and_put("expire")
         else:
             self.s.controller_epoch = -1
             self.s.active_controller = -1
         self._connect(out)
-        self._run_events(out)
+        self.events.run(out)
 
     # ------------------------------------------------------------------ candidate
 
     def _register(self, out: Out) -> None:
         """`createTopLevelPaths` then `registerBroker`, as one multi each (existing paths are fine)."""
-        for path in TOP_LEVEL_PATHS:
-            self._request(out, MultiRequest(self.s.session_id, (Op(OpCode.CREATE, path),)), "ensure")
-        epoch = Op(OpCode.CREATE, zk.CONTROLLER_EPOCH, "0")
-        self._request(out, MultiRequest(self.s.session_id, (epoch,)), "ensure")
-        info = json.dumps({"host": f"broker-{self.config.broker_id}", "version": 5}, sort_keys=True)
-        op = Op(OpCode.CREATE, zk.broker_path(self.config.broker_id), info, ephemeral=True)
-        self._request(out, MultiRequest(self.s.session_id, (op,)), "register")
+        for request in create_top_level_paths(self.zk.session_id):
+            self.zk.request(out, request, "ensure")
+        self.zk.request(out, register_broker(self.zk.session_id, self.config.broker_id), "register")
 
     def _registered(self, out: Out, resp: MultiResponse) -> None:
         if resp.error is ZkError.NODEEXISTS:
             # `CheckedEphemeral`: the node may be this session's own, created by a request
             # sent again after its connection broke.
             path = zk.broker_path(self.config.broker_id)
-            self._request(out, GetDataRequest(self.s.session_id, path), "register-check")
+            self.zk.request(out, GetDataRequest(self.zk.session_id, path), "register-check")
             return
         if resp.error is not ZkError.OK:
             self._registration_failed(out, resp.error.name)
@@ -403,7 +294,7 @@ class Controller:
         self._register_done(out, stat.czxid if stat is not None else -1)
 
     def _registration_checked(self, out: Out, resp: GetDataResponse) -> None:
-        if resp.error is ZkError.OK and resp.stat is not None and resp.stat.ephemeral_owner == self.s.session_id:
+        if resp.error is ZkError.OK and resp.stat is not None and resp.stat.ephemeral_owner == self.zk.session_id:
             self._register_done(out, resp.stat.czxid)
         else:
             self._registration_failed(out, ZkError.NODEEXISTS.name)
@@ -416,7 +307,7 @@ class Controller:
 
     def _register_done(self, out: Out, broker_epoch: int) -> None:
         self.s.broker_epoch = broker_epoch
-        self.s.registered_session = self.s.session_id
+        self.s.registered_session = self.zk.session_id
         out.emit("broker_registered", broker_id=self.config.broker_id, broker_epoch=self.s.broker_epoch)
         if self.config.replica_manager is not None:
             out.send(self.config.replica_manager, BrokerRegistered(self.s.broker_epoch))
@@ -424,19 +315,15 @@ class Controller:
         self._read_epoch(out)
 
     def _read_epoch(self, out: Out) -> None:
-        self._request(out, GetDataRequest(self.s.session_id, zk.CONTROLLER_EPOCH), "read-epoch")
+        self.zk.request(out, GetDataRequest(self.zk.session_id, zk.CONTROLLER_EPOCH), "read-epoch")
 
     def _elect(self, out: Out, resp: GetDataResponse) -> None:
         if resp.error is not ZkError.OK or resp.stat is None:
             return
         epoch, version = int(resp.data), resp.stat.version
-        me = json.dumps({"brokerid": self.config.broker_id, "version": 2}, sort_keys=True)
-        ops = (
-            Op(OpCode.CREATE, zk.CONTROLLER, me, ephemeral=True),
-            Op(OpCode.SET_DATA, zk.CONTROLLER_EPOCH, str(epoch + 1), version=version),
-        )
+        request = register_controller(self.zk.session_id, self.config.broker_id, epoch + 1, version)
         self.s.controller_epoch = self.s.attempted_epoch = epoch + 1
-        self._request(out, MultiRequest(self.s.session_id, ops), "elect")
+        self.zk.request(out, request, "elect")
 
     def _election_result(self, out: Out, resp: MultiResponse) -> None:
         if resp.error is ZkError.OK:
@@ -452,7 +339,7 @@ class Controller:
         )
         self.s.controller_epoch = -1
         self.s.state = CandidateState.STANDBY
-        self._request(out, GetDataRequest(self.s.session_id, zk.CONTROLLER, watch=True), "read-controller")
+        self.zk.request(out, GetDataRequest(self.zk.session_id, zk.CONTROLLER, watch=True), "read-controller")
 
     def _won(self, out: Out, epoch_zk_version: int) -> None:
         self.s.state = CandidateState.ACTIVE
@@ -469,10 +356,9 @@ class Controller:
             self.s.controller_epoch,
             epoch_zk_version,
             self.config.settings,
-            lambda: self.s.session_id,
+            lambda: self.zk.session_id,
         )
-        self.events.insert(0, ("failover", None))
-        self._run_events(out)
+        self.events.put_first(out, "failover")
 
     def _observe_controller(self, out: Out, resp: GetDataResponse) -> None:
         if resp.error is ZkError.NONODE:
@@ -484,7 +370,7 @@ class Controller:
         if self.s.active_controller == self.config.broker_id and self.s.state is CandidateState.STANDBY:
             # `checkControllerAndEpoch`: our own election multi, sent again after its connection
             # broke, found its first application's node. The win stands if the epoch is ours.
-            self._request(out, GetDataRequest(self.s.session_id, zk.CONTROLLER_EPOCH), "check-epoch")
+            self.zk.request(out, GetDataRequest(self.zk.session_id, zk.CONTROLLER_EPOCH), "check-epoch")
 
     def _election_checked(self, out: Out, resp: GetDataResponse) -> None:
         if resp.error is ZkError.OK and resp.stat is not None and int(resp.data) == self.s.attempted_epoch:
@@ -497,11 +383,21 @@ class Controller:
                 self.s.state = CandidateState.ELECTING
                 self._read_epoch(out)
         elif event.path == zk.BROKER_IDS and event.type is EventType.NODE_CHILDREN_CHANGED:
-            self._queue(out, "broker-change")
+            self.events.put(out, "broker-change")
         elif event.path == zk.ISR_CHANGE_NOTIFICATION and event.type is EventType.NODE_CHILDREN_CHANGED:
-            self._queue(out, "isr-change")
+            self.events.put(out, "isr-change")
 
-    def _resign(self, out: Out, reason: str) -> None:
+    def controller_moved(self, out: Out) -> None:
+        """A write failed the controller-epoch check: another broker is controller now."""
+        out.emit(
+            "controller_moved",
+            broker_id=self.config.broker_id,
+            controller_epoch=self.s.controller_epoch,
+            error=ZkError.BADVERSION.name,
+        )
+        self.resign(out, "controller moved")
+
+    def resign(self, out: Out, reason: str) -> None:
         """`onControllerResignation`: forget the controller's state; then register again if the
         session changed, or race again (`maybeResign` -> `elect`)."""
         if self.kc is None:
@@ -515,211 +411,14 @@ class Controller:
         self.kc.channel.clear(out)
         out.cancel_timer("auto-rebalance")
         self.kc = None
-        if self.running is not None:
-            self.running.step.close()
-            self.running = None
-        self.events = [e for e in self.events if e[0] == "expire"]
+        self.events.resigned()
         self.s.controller_epoch = -1
         self.s.active_controller = -1
-        if not self.s.session_id:
+        if not self.zk.session_id:
             self.s.state = CandidateState.CONNECTING
-        elif self.s.session_id != self.s.registered_session:
+        elif self.zk.session_id != self.s.registered_session:
             self.s.state = CandidateState.REGISTERING
             self._register(out)
         else:
             self.s.state = CandidateState.ELECTING
             self._read_epoch(out)
-
-    # ------------------------------------------------------------------ controller events
-
-    def _queue(self, out: Out, kind: str, arg: Any = None) -> None:
-        if self.kc is None and kind != "expire":
-            return
-        self.events.append((kind, arg))
-        self._run_events(out)
-
-    def _run_events(self, out: Out) -> None:
-        """Start queued events, one at a time, while none is waiting for ZooKeeper."""
-        while self.running is None and self.events:
-            kind, arg = self.events.pop(0)
-            if kind == "expire":
-                self._resign(out, "session expired")
-                continue
-            if self.kc is None:
-                continue
-            self.steps += 1
-            self.running = _Running(self.steps, self._event_step(self.kc, kind, arg))
-            self._advance(out, None)
-
-    @staticmethod
-    def _event_step(kc: KafkaController, kind: str, arg: Any) -> Step:
-        match kind:
-            case "failover":
-                return kc.on_failover()
-            case "broker-change":
-                return kc.on_broker_change()
-            case "isr-change":
-                return kc.on_isr_change_notification()
-            case "auto-rebalance":
-                return kc.on_auto_rebalance()
-            case "alter-partition":
-                return kc.on_alter_partition(arg, arg.message)
-            case "controlled-shutdown":
-                return kc.on_controlled_shutdown(arg, arg.message)
-        msg = f"unknown controller event {kind!r}"
-        raise ValueError(msg)
-
-    def _advance(self, out: Out, value: Any) -> None:
-        """Resume the running step with `value` until it waits for ZooKeeper or ends."""
-        running, kc = self.running, self.kc
-        assert running is not None and kc is not None
-        kc.out = out
-        try:
-            requests = running.step.send(value)
-            while not requests:
-                requests = running.step.send(())
-        except StopIteration:
-            self.running = None
-        except ControllerMoved:
-            self.running = None
-            out.emit(
-                "controller_moved",
-                broker_id=self.config.broker_id,
-                controller_epoch=self.s.controller_epoch,
-                error=ZkError.BADVERSION.name,
-            )
-            self._resign(out, "controller moved")
-        else:
-            running.requests = list(requests)
-            running.results = [None] * len(requests)
-            for i, request in enumerate(requests):
-                self._request(out, request, "step", (running.number, i))
-            return
-        self._run_events(out)
-
-    def _step_response(self, out: Out, arg: tuple[int, int], response: Any) -> None:
-        number, i = arg
-        running = self.running
-        if running is None or running.number != number:
-            return
-        running.results[i] = response
-        if all(r is not None for r in running.results):
-            self._advance(out, tuple(running.results))
-
-    # ------------------------------------------------------------------ ISR writes before 2.7
-
-    def _update_isr(self, out: Out, inbound: Inbound, req: IsrUpdateRequest) -> None:
-        """`Partition.updateIsr` through `KafkaZkClient`: a conditional write of the state
-        znode (not fenced by the controller epoch: a broker writes it), then the notification."""
-        if not self.s.session_id:
-            out.reply(inbound, IsrUpdateResponse(ErrorCode.NETWORK_EXCEPTION))
-            return
-        tp = TopicPartition(req.topic, req.partition)
-        state = zk.LeaderIsr(req.leader, req.leader_epoch, tuple(req.isr), req.controller_epoch, req.zk_version)
-        ops = (
-            Op(OpCode.SET_DATA, zk.state_path(tp), zk.encode_state(state), req.zk_version),
-            Op(OpCode.CREATE, zk.ISR_CHANGE_PREFIX, zk.encode_isr_change([tp]), sequential=True),
-        )
-        self._request(out, MultiRequest(self.s.session_id, ops), "isr-update", inbound)
-
-    def _isr_updated(self, out: Out, inbound: Inbound, resp: MultiResponse) -> None:
-        if resp.error is ZkError.OK and resp.results[0].stat is not None:
-            out.reply(inbound, IsrUpdateResponse(ErrorCode.NONE, resp.results[0].stat.version))
-        else:
-            out.reply(inbound, IsrUpdateResponse(ErrorCode.INVALID_UPDATE_VERSION))
-
-    # ------------------------------------------------------------------ shutdown
-
-    def _begin_shutdown(self, ctx: Ctx, out: Out, signal: ShutdownSignal) -> None:
-        if self.shutdown is not None:
-            return
-        self.shutdown = _Shutdown(ctx.now_ms, signal.exit_after_ms)
-        controlled = self.config.controlled_shutdown_enable
-        out.emit("broker_shutdown_started", broker_id=self.config.broker_id, controlled=controlled)
-        if controlled:
-            self._attempt_controlled_shutdown(ctx, out)
-        else:
-            self._finish_shutdown(ctx, out)
-
-    def _attempt_controlled_shutdown(self, ctx: Ctx, out: Out) -> None:
-        """One attempt of `doControlledShutdown`: to the controller this broker knows of; with
-        none known (or not registered yet), the attempt is spent waiting the back-off."""
-        shutdown = self.shutdown
-        if shutdown is None or shutdown.waiting:
-            return
-        shutdown.attempts += 1
-        controller = self.s.active_controller
-        if controller < 0 or self.s.broker_epoch < 0:
-            self._controlled_shutdown_failed(ctx, out, "CONTROLLER_NOT_AVAILABLE")
-            return
-        self.s.next_correlation_id += 1
-        shutdown.waiting, shutdown.controller = self.s.next_correlation_id, controller
-        request = ControlledShutdownRequest(self.config.broker_id, self.s.broker_epoch)
-        out.send(controller_address(controller), request, shutdown.waiting)
-        out.set_timer("controlled-shutdown-timeout", self.config.request_timeout_ms)
-
-    def _on_controlled_shutdown_response(
-        self, ctx: Ctx, out: Out, inbound: Inbound, response: ControlledShutdownResponse
-    ) -> None:
-        shutdown = self.shutdown
-        if shutdown is None or inbound.correlation_id != shutdown.waiting:
-            return
-        shutdown.waiting = 0
-        out.cancel_timer("controlled-shutdown-timeout")
-        if response.error_code is ErrorCode.NONE and not response.remaining_partitions:
-            self._controlled_shutdown_done(ctx, out, succeeded=True)
-            return
-        remaining = [f"{p.topic}-{p.partition}" for p in response.remaining_partitions]
-        self._controlled_shutdown_failed(ctx, out, response.error_code.name, remaining)
-
-    def _controlled_shutdown_failed(
-        self, ctx: Ctx, out: Out, error: str, remaining: list[str] | None = None
-    ) -> None:
-        shutdown = self.shutdown
-        assert shutdown is not None
-        shutdown.waiting = 0
-        out.cancel_timer("controlled-shutdown-timeout")
-        out.emit(
-            "controlled_shutdown_attempt_failed",
-            broker_id=self.config.broker_id,
-            attempt=shutdown.attempts,
-            error=error,
-            remaining=remaining or [],
-        )
-        if shutdown.attempts >= self.config.controlled_shutdown_max_retries:
-            self._controlled_shutdown_done(ctx, out, succeeded=False)
-        else:
-            out.set_timer("controlled-shutdown", self.config.controlled_shutdown_retry_backoff_ms)
-
-    def _controlled_shutdown_done(self, ctx: Ctx, out: Out, *, succeeded: bool) -> None:
-        assert self.shutdown is not None
-        out.emit(
-            "controlled_shutdown_completed",
-            broker_id=self.config.broker_id,
-            succeeded=succeeded,
-            attempts=self.shutdown.attempts,
-        )
-        self._finish_shutdown(ctx, out)
-
-    def _finish_shutdown(self, ctx: Ctx, out: Out) -> None:
-        """The rest of `KafkaServer.shutdown`, at the earliest when the operator's signal said."""
-        assert self.shutdown is not None
-        exit_ms = self.shutdown.started_ms + self.shutdown.exit_after_ms
-        if exit_ms > ctx.now_ms:
-            out.set_timer("exit", exit_ms - ctx.now_ms)
-        else:
-            self._exit(out)
-
-    def _exit(self, out: Out) -> None:
-        """Close the ZooKeeper session and wait for it to close (the ephemeral registration goes
-        with it, so the controller sees the broker gone at once, not after the session timeout);
-        then the replica manager stops the process."""
-        if self.s.session_id:
-            out.cancel_timer("ping")
-            self._request(out, CloseSessionRequest(self.s.session_id), "close")
-        else:
-            self._stop_replica_manager(out)
-
-    def _stop_replica_manager(self, out: Out) -> None:
-        if self.config.replica_manager is not None:
-            out.send(self.config.replica_manager, ShutdownSignal())

@@ -178,8 +178,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "zookeeper_writes_unfenced",
         "KAFKA-6082 (2.1): every controller write checks /controller_epoch's zkVersion (wrapRequestWithControllerEpochCheck)",
-        "actors/controller/kafka_controller.py",
-        "check = Op(OpCode.CHECK, zk.CONTROLLER_EPOCH, version=self.ctx.epoch_zk_version)",
+        "actors/controller/kafka_zk_client.py",
+        "check = Op(OpCode.CHECK, zk.CONTROLLER_EPOCH, version=self.epoch_zk_version)",
         "check = Op(OpCode.CHECK, zk.CONTROLLER_EPOCH, version=-1)",
         (f"{CONTROLLER}::test_s11_controller_failover_and_stale_controller_fencing", f"{CONTROLLER}::test_a_paused_controller_that_resumes_changes_nothing"),
     ),
@@ -266,7 +266,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "no_delivery_timeout",
         "a batch in flight fails once delivery.timeout.ms has passed since it was created (KIP-91, Sender.getExpiredInflightBatches)",
-        "actors/producer/behavior.py",
+        "actors/producer/sender.py",
         "                if not batch.done and batch.expired(self.now_ms, cfg.delivery_timeout_ms):",
         "                if False:",
         (f"{PRODUCER}::test_a_batch_expires_after_the_delivery_timeout_in_flight_or_queued",),
