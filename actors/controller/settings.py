@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.controller.behavior import ControllerConfig
-from actors.controller.kafka_controller import ControllerSettings
+from actors.controller.config import ControllerConfig, ControllerSettings
 from actors.core import Address
 from actors.profiles import Profile
 from actors.settings import setting
