@@ -1,4 +1,4 @@
-"""A consumer process: the application's poll loop, the consumer coordinator and the fetcher.
+"""A consumer process: the application's poll loop, the consumer coordinator and the fetches.
 
 What it models of the Java consumer (`ClassicKafkaConsumer`, `ConsumerCoordinator`,
 `AbstractCoordinator` and its `HeartbeatThread`, `Fetcher`):
@@ -43,6 +43,7 @@ from actors.consumer.assignors import ASSIGNORS, MemberSubscription, RebalancePr
 from actors.consumer.config import AppCommit, ConsumerConfig, JoinPrepareCommit
 from actors.consumer.fetcher import Fetcher, Returned
 from actors.consumer.membership import Commit, CommitKind, MemberState, Membership
+from actors.consumer.subscription_state import SubscriptionState, by_topic
 from actors.core import Ctx, Inbound, Out
 from protocols.application import ApplicationCall
 from protocols.connection import Disconnected
@@ -69,7 +70,6 @@ from protocols.group import (
     SyncGroupAssignment,
     SyncGroupRequest,
     SyncGroupResponse,
-    TopicPartitions,
 )
 from protocols.metadata import MetadataRequest, MetadataResponse
 from protocols.replication import (
@@ -143,7 +143,8 @@ class Consumer:
     def __init__(self, config: ConsumerConfig) -> None:
         self.config = config
         self.m = Membership()
-        self.fetcher = Fetcher(config.max_partition_fetch_bytes, config.fetch_min_bytes, config.fetch_max_wait_ms)
+        self.subscriptions = SubscriptionState()
+        self.fetcher = Fetcher(config.max_partition_fetch_bytes, config.fetch_min_bytes, config.fetch_max_wait_ms, self.subscriptions)
         self.protocol = rebalance_protocol(config.assignment_strategy)
         self.app = App.STARTING
         self.app_until_ms = 0
@@ -289,8 +290,8 @@ class Consumer:
             "member_id": m.member_id,
             "generation_id": m.generation_id,
             "coordinator": m.coordinator,
-            "assignment": [str(tp) for tp in self.fetcher.owned()],
-            "positions": {str(tp): s.position for tp, s in sorted(self.fetcher.assigned.items())},
+            "assignment": [str(tp) for tp in self.subscriptions.owned()],
+            "positions": {str(tp): s.position for tp, s in sorted(self.subscriptions.assigned.items())},
             "app": self.app.value,
             "processed": self.processed,
         }
@@ -396,10 +397,10 @@ class Consumer:
             )
         self.processing = []
         if cfg.app_commit is AppCommit.SYNC:
-            self._block_on_commit(out, CommitKind.SYNC, self.fetcher.all_consumed(), then="poll")
+            self._block_on_commit(out, CommitKind.SYNC, self.subscriptions.all_consumed(), then="poll")
             return
         if cfg.app_commit is AppCommit.ASYNC:
-            self._commit(out, CommitKind.ASYNC, self.fetcher.all_consumed())
+            self._commit(out, CommitKind.ASYNC, self.subscriptions.all_consumed())
         self._poll(out)
 
     def _application_call(self, out: Out, call: ApplicationCall) -> None:
@@ -475,21 +476,20 @@ class Consumer:
         then the revocation (EAGER: every partition; COOPERATIVE: none, the topics do not
         change). False while a commit it waits for is in flight."""
         m, cfg = self.m, self.config
-        owned = self.fetcher.owned()
+        owned = self.subscriptions.owned()
         if cfg.enable_auto_commit and owned and not m.join_prepare_revoked:
             if not m.generation_valid:
                 # Out of its generation (a poll timeout, a fencing error): the commit fails in
                 # the client, and the partitions are reported lost below.
-                self._commit(out, CommitKind.JOIN_PREPARE, self.fetcher.all_consumed())
+                self._commit(out, CommitKind.JOIN_PREPARE, self.subscriptions.all_consumed())
             elif m.join_prepare_commit is None:
                 mode = cfg.join_prepare_commit
                 if mode is JoinPrepareCommit.SYNC:
-                    self._block_on_commit(out, CommitKind.JOIN_PREPARE, self.fetcher.all_consumed(), then="poll")
+                    self._block_on_commit(out, CommitKind.JOIN_PREPARE, self.subscriptions.all_consumed(), then="poll")
                     return False
                 if mode is JoinPrepareCommit.PENDING_REVOCATION and self.protocol is RebalanceProtocol.EAGER:
-                    for tp in owned:
-                        self.fetcher.assigned[tp].pending_revocation = True
-                m.join_prepare_commit = self._commit(out, CommitKind.JOIN_PREPARE, self.fetcher.all_consumed())
+                    self.subscriptions.mark_pending_revocation(owned)
+                m.join_prepare_commit = self._commit(out, CommitKind.JOIN_PREPARE, self.subscriptions.all_consumed())
                 m.join_prepare_started_ms = self.now_ms
                 if mode is not JoinPrepareCommit.ASYNC_NOT_AWAITED:
                     return False
@@ -501,7 +501,7 @@ class Consumer:
                 if commit is not None and commit.error is None:
                     return False  # still waiting for it: poll() returns to the application
                 if commit is not None and commit.error != "NONE" and _retriable(commit.error):
-                    m.join_prepare_commit = self._commit(out, CommitKind.JOIN_PREPARE, self.fetcher.all_consumed())
+                    m.join_prepare_commit = self._commit(out, CommitKind.JOIN_PREPARE, self.subscriptions.all_consumed())
                     return False
         if not self._revoke_for_join(out, owned):
             return False
@@ -539,7 +539,7 @@ class Consumer:
             partitions=[str(tp) for tp in partitions],
             reason=reason,
         )
-        self.fetcher.remove(partitions)
+        self.subscriptions.remove(partitions)
 
     def _on_join_complete(self, out: Out) -> bool:
         """`ConsumerCoordinator.onJoinComplete`, in the `poll()` after the SyncGroup answer.
@@ -547,7 +547,7 @@ class Consumer:
         flight (the same poll runs it again once answered)."""
         m, cfg = self.m, self.config
         assigned = m.joined_assignment or []
-        owned = self.fetcher.owned()
+        owned = self.subscriptions.owned()
         revoked = [tp for tp in owned if tp not in assigned]
         if self.protocol is RebalanceProtocol.COOPERATIVE and revoked and not self._revoke_listener_done(out, revoked):
             return False
@@ -562,17 +562,17 @@ class Consumer:
                 m.rejoin_needed = True
             added = [tp for tp in assigned if tp not in owned]
         else:
-            self.fetcher.remove(owned)
+            self.subscriptions.remove(owned)
             added = list(assigned)
-        self.fetcher.assign(added)
-        self.previous_assignment = self.fetcher.owned()
+        self.subscriptions.assign(added)
+        self.previous_assignment = self.subscriptions.owned()
         out.emit(
             "partitions_assigned",
             group_id=cfg.group_id,
             member_id=m.member_id,
             generation_id=m.generation_id,
             partitions=[str(tp) for tp in added],
-            assignment=[str(tp) for tp in self.fetcher.owned()],
+            assignment=[str(tp) for tp in self.subscriptions.owned()],
         )
         self.next_auto_commit_ms = self.now_ms + cfg.auto_commit_interval_ms
         return True
@@ -599,7 +599,7 @@ class Consumer:
         if not cfg.enable_auto_commit or self.now_ms < self.next_auto_commit_ms:
             return
         self.next_auto_commit_ms = self.now_ms + cfg.auto_commit_interval_ms
-        offsets = self.fetcher.all_consumed()
+        offsets = self.subscriptions.all_consumed()
         if offsets:
             self._commit(out, CommitKind.AUTO, offsets)
 
@@ -608,12 +608,12 @@ class Consumer:
     def _send_join_group(self, out: Out) -> None:
         m, cfg = self.m, self.config
         if self.protocol is RebalanceProtocol.COOPERATIVE:
-            owned = self.fetcher.owned()
+            owned = self.subscriptions.owned()
         else:
             # EAGER revoked everything before joining; the sticky assignor still learns the
             # member's last assignment (Kafka carries it in the subscription's userData).
             owned = self.previous_assignment if "sticky" in cfg.assignment_strategy else []
-        subscription = Subscription(cfg.topics, _by_topic(owned), m.generation_id)
+        subscription = Subscription(cfg.topics, by_topic(owned), m.generation_id)
         request = JoinGroupRequest(
             cfg.group_id,
             cfg.session_timeout_ms,
@@ -687,7 +687,7 @@ class Consumer:
         counts = dict(self.config.partitions)
         result = assignor.assign({t: counts[t] for t in topics if t in counts}, members)
         return tuple(
-            SyncGroupAssignment(member_id, Assignment(_by_topic(list(result[member_id]))))
+            SyncGroupAssignment(member_id, Assignment(by_topic(list(result[member_id]))))
             for member_id in sorted(result)
         )
 
@@ -870,7 +870,7 @@ class Consumer:
         else:
             topics = tuple(
                 OffsetCommitTopic(t.topic, tuple(OffsetCommitPartition(p, *offsets[TopicPartition(t.topic, p)]) for p in t.partitions))
-                for t in _by_topic(sorted(offsets))
+                for t in by_topic(sorted(offsets))
             )
             request = OffsetCommitRequest(cfg.group_id, m.generation_id, m.member_id, cfg.group_instance_id, topics)
             self._send_to_coordinator(out, "commit", request, detail=commit_id)
@@ -977,8 +977,7 @@ class Consumer:
             del m.commits[commit_id]
 
     def _consumed_of(self, partitions: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
-        consumed = self.fetcher.all_consumed()
-        return {tp: consumed[tp] for tp in partitions if tp in consumed}
+        return self.subscriptions.consumed_of(partitions)
 
     # ------------------------------------------------------------------ close and unsubscribe
 
@@ -994,8 +993,8 @@ class Consumer:
         timeout_ms = min(CLOSE_TIMEOUT_MS, self.config.request_timeout_ms)
         self.close_deadline_ms = self.now_ms + timeout_ms
         out.set_timer("close-timeout", timeout_ms)
-        if self.config.enable_auto_commit and self.fetcher.all_consumed() and self.m.generation_valid:
-            self._block_on_commit(out, CommitKind.CLOSE, self.fetcher.all_consumed(), then="close")
+        if self.config.enable_auto_commit and self.subscriptions.all_consumed() and self.m.generation_valid:
+            self._block_on_commit(out, CommitKind.CLOSE, self.subscriptions.all_consumed(), then="close")
             return
         self._finish_close(out)
 
@@ -1059,7 +1058,7 @@ class Consumer:
         """`ConsumerCoordinator.onLeavePrepare`: the owned partitions go before the member
         leaves, reported lost when it is out of its generation or a rebalance is under way
         (`rebalanceInProgress`), revoked otherwise."""
-        owned = self.fetcher.owned()
+        owned = self.subscriptions.owned()
         if owned:
             self._give_up(out, owned, "lost" if self._leaving_loses() else "revoked", reason)
 
@@ -1071,7 +1070,7 @@ class Consumer:
         """With `commit = on_revoke`, the `onPartitionsRevoked` that `onLeavePrepare` is about
         to call commits the partitions synchronously (`onPartitionsLost` does not): the commit
         is made and the application waits for it, then goes on with `then`. True if it did."""
-        owned = self.fetcher.owned()
+        owned = self.subscriptions.owned()
         if self.config.app_commit is not AppCommit.ON_REVOKE or not owned or self._leaving_loses():
             return False
         self._block_on_commit(out, CommitKind.REVOKE, self._consumed_of(owned), then=then)
@@ -1087,10 +1086,10 @@ class Consumer:
     def _update_fetch_positions(self, out: Out) -> None:
         """`updateFetchPositions`: committed offsets for partitions without a position."""
         m = self.m
-        missing = self.fetcher.needing_position(self.now_ms)
+        missing = self.subscriptions.needing_position(self.now_ms)
         if not missing or self.offset_fetch_in_flight is not None or m.coordinator is None:
             return
-        request = OffsetFetchRequest(self.config.group_id, _by_topic(missing))
+        request = OffsetFetchRequest(self.config.group_id, by_topic(missing))
         self.offset_fetch_in_flight = self._send_to_coordinator(out, "offset_fetch", request)
 
     def _on_offset_fetch(self, out: Out, correlation_id: int, resp: OffsetFetchResponse) -> None:
@@ -1106,7 +1105,7 @@ class Consumer:
         for topic in resp.topics:
             for p in topic.partitions:
                 tp = TopicPartition(topic.name, p.partition)
-                state = self.fetcher.assigned.get(tp)
+                state = self.subscriptions.assigned.get(tp)
                 if state is None or state.position is not None:
                     continue
                 if p.committed_offset >= 0:
@@ -1130,7 +1129,7 @@ class Consumer:
         timestamp = EARLIEST_TIMESTAMP if policy == "earliest" else LATEST_TIMESTAMP
         by_leader: dict[int, list[ListOffsetsPartition]] = {}
         for tp in partitions:
-            leader, epoch = self.fetcher.leaders.get(tp, (-1, -1))
+            leader, epoch = self.subscriptions.leaders.get(tp, (-1, -1))
             if leader >= 0:
                 by_leader.setdefault(leader, []).append(ListOffsetsPartition(tp.topic, tp.partition, timestamp, epoch))
         for leader, parts in sorted(by_leader.items()):
@@ -1141,7 +1140,7 @@ class Consumer:
         self.list_offsets_in_flight.discard(correlation_id)
         for p in resp.partitions:
             tp = TopicPartition(p.topic, p.partition)
-            state = self.fetcher.assigned.get(tp)
+            state = self.subscriptions.assigned.get(tp)
             if state is not None and state.position is None and p.error_code is ErrorCode.NONE:
                 self._set_position(out, tp, p.offset, p.leader_epoch, self.config.auto_offset_reset)
             elif p.error_code in _METADATA_ERRORS:
@@ -1156,10 +1155,10 @@ class Consumer:
         """`validatePositionsIfNeeded`: OffsetsForLeaderEpoch to each leader for the positions
         awaiting validation, asking where the epoch of each position's last record ends."""
         by_leader: dict[int, list[OffsetForLeaderEpochPartition]] = {}
-        for tp in self.fetcher.needing_validation():
-            leader, epoch = self.fetcher.leaders.get(tp, (-1, -1))
+        for tp in self.subscriptions.needing_validation():
+            leader, epoch = self.subscriptions.leaders.get(tp, (-1, -1))
             if leader >= 0 and tp not in self.validating:
-                asked = self.fetcher.assigned[tp].position_epoch
+                asked = self.subscriptions.assigned[tp].position_epoch
                 by_leader.setdefault(leader, []).append(OffsetForLeaderEpochPartition(tp.topic, tp.partition, asked, epoch))
         for leader, parts in sorted(by_leader.items()):
             tps = frozenset(TopicPartition(p.topic, p.partition) for p in parts)
@@ -1176,7 +1175,7 @@ class Consumer:
         truncated: list[TopicPartition] = []
         for r in resp.partitions:
             tp = TopicPartition(r.topic, r.partition)
-            state = self.fetcher.assigned.get(tp)
+            state = self.subscriptions.assigned.get(tp)
             if state is None or not state.awaiting_validation or state.position is None:
                 continue
             if r.error_code in _METADATA_ERRORS:
@@ -1198,7 +1197,7 @@ class Consumer:
             self._fail(out, f"LogTruncationException: {', '.join(str(tp) for tp in truncated)}")
 
     def _set_position(self, out: Out, tp: TopicPartition, offset: int, epoch: int, source: str) -> None:
-        self.fetcher.seek(tp, offset, epoch)
+        self.subscriptions.seek(tp, offset, epoch)
         out.emit(
             "fetch_position_set",
             group_id=self.config.group_id,
@@ -1233,9 +1232,9 @@ class Consumer:
             tp = TopicPartition(answer.topic, answer.partition)
             if error in _METADATA_ERRORS:
                 stale = True
-            elif error is ErrorCode.OFFSET_OUT_OF_RANGE and tp in self.fetcher.assigned:
-                if self.fetcher.assigned[tp].position == offsets.get(tp):
-                    self.fetcher.assigned[tp].position = None
+            elif error is ErrorCode.OFFSET_OUT_OF_RANGE and tp in self.subscriptions.assigned:
+                if self.subscriptions.assigned[tp].position == offsets.get(tp):
+                    self.subscriptions.assigned[tp].position = None
                     out_of_range.append(tp)
         if stale:
             self._request_metadata(out)
@@ -1268,7 +1267,7 @@ class Consumer:
                 continue
             leaders[TopicPartition(p.topic, p.partition)] = (p.leader, p.leader_epoch)
             missing = missing or p.leader < 0
-        self.fetcher.new_leaders(leaders, validate=self.config.validates_positions)
+        self.subscriptions.new_leaders(leaders, validate=self.config.validates_positions)
         out.set_timer("metadata", self.config.retry_backoff_ms if missing else 300_000)
 
     def _find_coordinator(self, out: Out) -> None:
@@ -1408,13 +1407,6 @@ class Consumer:
     def _next_id(self) -> int:
         self.next_correlation_id += 1
         return self.next_correlation_id
-
-
-def _by_topic(partitions: list[TopicPartition]) -> tuple[TopicPartitions, ...]:
-    grouped: dict[str, list[int]] = {}
-    for tp in sorted(partitions):
-        grouped.setdefault(tp.topic, []).append(tp.partition)
-    return tuple(TopicPartitions(topic, tuple(ps)) for topic, ps in grouped.items())
 
 
 def _offsets(offsets: dict[TopicPartition, tuple[int, int]]) -> list[list[Any]]:
