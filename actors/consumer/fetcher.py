@@ -4,9 +4,11 @@ What it models of the Java consumer:
 - a fetch goes to each partition's leader, one request in flight per broker, for the partitions
   with a position, nothing buffered and no validation pending, with the leader epoch the
   consumer knows (KIP-320); a broker whose connection failed is not fetched from until its
-  back-off has passed;
+  back-off has passed (`NetworkClient.ready`);
 - fetched data is kept only if the partition is still assigned and fetchable and the data starts
-  at the current position (`FetchCollector`); `poll()` returns at most `max.poll.records`.
+  at the current position (`FetchCollector`); `poll()` returns at most `max.poll.records`;
+- an answer's partition errors: one that means stale metadata asks for it again, and
+  OFFSET_OUT_OF_RANGE at the current position clears the position for `auto.offset.reset`.
 
 The positions and the buffered records are the subscription state's (`subscription_state.py`).
 Left out: fetch sessions (KIP-227), the isolation level (read_uncommitted only), compressed
@@ -15,11 +17,21 @@ batches and record headers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from actors.consumer.metadata import METADATA_ERRORS
+from actors.consumer.network import InFlight, NetworkClient
 from actors.consumer.subscription_state import Offsets, PartitionState, SubscriptionState
+from actors.core import Out
 from protocols.errors import ErrorCode
-from protocols.replication import FetchedPartition, FetchPartition, FetchRequest, RecordBatch
+from protocols.replication import (
+    FetchedPartition,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    RecordBatch,
+)
 from protocols.types import TopicPartition
 
 __all__ = ["Fetcher", "Returned"]
@@ -51,9 +63,6 @@ class Fetcher:
         self.subscriptions = SubscriptionState() if subscriptions is None else subscriptions
         self.in_flight: dict[int, int] = {}
         """Broker -> the correlation id of its fetch in flight."""
-        self.not_ready_until: dict[int, int] = {}
-        """Broker -> when a fetch to it may be tried again, after its connection failed
-        (`reconnect.backoff.ms`: `NetworkClient.ready` is false meanwhile)."""
 
     # Shortcuts to the subscription state, kept from when the fetcher held it (its unit tests
     # drive both through the fetcher).
@@ -84,16 +93,17 @@ class Fetcher:
 
     # ------------------------------------------------------------------ fetching
 
-    def fetch_requests(self, now_ms: int = 0) -> list[tuple[int, FetchRequest]]:
-        """One request per leader without a fetch in flight and not backing off from a failed
-        connection, for its fetchable partitions that have a position and nothing buffered."""
+    def fetch_requests(self, ready: Callable[[int], bool] | None = None) -> list[tuple[int, FetchRequest]]:
+        """One request per leader without a fetch in flight and `ready` (not backing off from
+        a failed connection), for its fetchable partitions that have a position and nothing
+        buffered."""
         by_leader: dict[int, list[FetchPartition]] = {}
         for tp in sorted(self.assigned):
             state = self.assigned[tp]
             if state.position is None or state.pending_revocation or state.buffered or state.awaiting_validation:
                 continue
             leader, epoch = self.leaders.get(tp, (-1, -1))
-            if leader < 0 or leader in self.in_flight or now_ms < self.not_ready_until.get(leader, 0):
+            if leader < 0 or leader in self.in_flight or (ready is not None and not ready(leader)):
                 continue
             by_leader.setdefault(leader, []).append(
                 FetchPartition(
@@ -108,6 +118,43 @@ class Fetcher:
             (leader, FetchRequest(-1, self.fetch_max_wait_ms, self.fetch_min_bytes, tuple(parts)))
             for leader, parts in sorted(by_leader.items())
         ]
+
+    def send_fetches(self, out: Out, network: NetworkClient) -> None:
+        """`sendFetches`: the request to each leader that `fetch_requests` names."""
+        for leader, request in self.fetch_requests(network.ready):
+            offsets = {TopicPartition(p.topic, p.partition): p.fetch_offset for p in request.partitions}
+            cid = network.send(
+                out,
+                leader,
+                "fetch",
+                request,
+                on_failure=self._fetch_failed,
+                detail=offsets,
+                timeout_ms=network.config.request_timeout_ms + request.max_wait_ms,
+            )
+            self.in_flight[leader] = cid
+
+    def _fetch_failed(self, out: Out, correlation_id: int, request: InFlight, error: str) -> None:
+        self.in_flight.pop(request.broker, None)
+
+    def on_fetch_response(
+        self, broker: int, offsets: dict[TopicPartition, int], resp: FetchResponse
+    ) -> tuple[bool, list[TopicPartition]]:
+        """Keep the answer's records; returns whether metadata is stale, and the partitions
+        whose position was out of range (now without one, for `auto.offset.reset`)."""
+        self.in_flight.pop(broker, None)
+        stale = False
+        out_of_range: list[TopicPartition] = []
+        for answer in resp.partitions:
+            error = self.on_fetched(offsets, answer)
+            tp = TopicPartition(answer.topic, answer.partition)
+            if error in METADATA_ERRORS:
+                stale = True
+            elif error is ErrorCode.OFFSET_OUT_OF_RANGE and tp in self.assigned:
+                if self.assigned[tp].position == offsets.get(tp):
+                    self.assigned[tp].position = None
+                    out_of_range.append(tp)
+        return stale, out_of_range
 
     def on_fetched(self, fetch_offsets: dict[TopicPartition, int], answer: FetchedPartition) -> ErrorCode:
         """Keep an answer's records if they still fit (`FetchCollector`); return its error."""
