@@ -1,45 +1,40 @@
-"""The consumer's partitions and fetches: `SubscriptionState` and `Fetcher`.
+"""The consumer's fetches: Kafka's `Fetcher` (with its `FetchCollector`).
 
 What it models of the Java consumer:
-- each assigned partition has a position (the offset of the next record to return), unknown
-  until the committed offset is fetched or `auto.offset.reset` applies (§ `updateFetchPositions`);
-- a partition pending revocation (KAFKA-14196) is not fetched and its records are not returned;
 - a fetch goes to each partition's leader, one request in flight per broker, for the partitions
-  with a position and nothing buffered, with the leader epoch the consumer knows (KIP-320);
+  with a position, nothing buffered and no validation pending, with the leader epoch the
+  consumer knows (KIP-320); a broker whose connection failed is not fetched from until its
+  back-off has passed (`NetworkClient.ready`);
 - fetched data is kept only if the partition is still assigned and fetchable and the data starts
-  at the current position (`FetchCollector`); `poll()` returns at most `max.poll.records`.
+  at the current position (`FetchCollector`); `poll()` returns at most `max.poll.records`;
+- an answer's partition errors: one that means stale metadata asks for it again, and
+  OFFSET_OUT_OF_RANGE at the current position clears the position for `auto.offset.reset`.
 
+The positions and the buffered records are the subscription state's (`subscription_state.py`).
 Left out: fetch sessions (KIP-227), the isolation level (read_uncommitted only), compressed
 batches and record headers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
+from actors.consumer.metadata import METADATA_ERRORS
+from actors.consumer.network import InFlight, NetworkClient
+from actors.consumer.subscription_state import Offsets, PartitionState, SubscriptionState
+from actors.core import Out
 from protocols.errors import ErrorCode
-from protocols.replication import FetchedPartition, FetchPartition, FetchRequest, RecordBatch
+from protocols.replication import (
+    FetchedPartition,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    RecordBatch,
+)
 from protocols.types import TopicPartition
 
-__all__ = ["Fetcher", "PartitionState", "Returned"]
-
-
-@dataclass(slots=True)
-class PartitionState:
-    """`TopicPartitionState`: one assigned partition."""
-
-    position: int | None = None
-    position_epoch: int = -1
-    pending_revocation: bool = False
-    retry_at_ms: int = 0
-    """A reset refused with a retriable error waits until then (`requestFailed`)."""
-    awaiting_validation: bool = False
-    """The leader changed: the position is checked for a truncation before it is fetched
-    (`AWAIT_VALIDATION`)."""
-    buffered: list[tuple[int, int]] = field(default_factory=list)
-    """Fetched records from the position on, not yet returned: (offset, the leader epoch of
-    its batch). The epoch tells a record from one written later at the same offset after a
-    truncation (one leader writes each offset once in an epoch, KIP-101)."""
+__all__ = ["Fetcher", "Returned"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,76 +50,60 @@ class Returned:
 
 
 class Fetcher:
-    def __init__(self, max_partition_fetch_bytes: int, fetch_min_bytes: int, fetch_max_wait_ms: int) -> None:
+    def __init__(
+        self,
+        max_partition_fetch_bytes: int,
+        fetch_min_bytes: int,
+        fetch_max_wait_ms: int,
+        subscriptions: SubscriptionState | None = None,
+    ) -> None:
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
         self.fetch_min_bytes = fetch_min_bytes
         self.fetch_max_wait_ms = fetch_max_wait_ms
-        self.assigned: dict[TopicPartition, PartitionState] = {}
-        self.leaders: dict[TopicPartition, tuple[int, int]] = {}
-        """Partition -> (leader broker, leader epoch), from Metadata."""
+        self.subscriptions = SubscriptionState() if subscriptions is None else subscriptions
         self.in_flight: dict[int, int] = {}
         """Broker -> the correlation id of its fetch in flight."""
-        self.not_ready_until: dict[int, int] = {}
-        """Broker -> when a fetch to it may be tried again, after its connection failed
-        (`reconnect.backoff.ms`: `NetworkClient.ready` is false meanwhile)."""
 
-    # ------------------------------------------------------------------ assignment
+    # Shortcuts to the subscription state, kept from when the fetcher held it (its unit tests
+    # drive both through the fetcher).
+
+    @property
+    def assigned(self) -> dict[TopicPartition, PartitionState]:
+        return self.subscriptions.assigned
+
+    @property
+    def leaders(self) -> dict[TopicPartition, tuple[int, int]]:
+        return self.subscriptions.leaders
+
+    @leaders.setter
+    def leaders(self, leaders: dict[TopicPartition, tuple[int, int]]) -> None:
+        self.subscriptions.leaders = leaders
 
     def assign(self, partitions: list[TopicPartition]) -> None:
-        """Add partitions with no position (`assignFromSubscribed` keeps the others)."""
-        for tp in partitions:
-            self.assigned.setdefault(tp, PartitionState())
-
-    def remove(self, partitions: list[TopicPartition]) -> None:
-        for tp in partitions:
-            self.assigned.pop(tp, None)
-
-    def owned(self) -> list[TopicPartition]:
-        return sorted(self.assigned)
-
-    def needing_position(self, now_ms: int) -> list[TopicPartition]:
-        return [tp for tp in sorted(self.assigned) if self.assigned[tp].position is None and self.assigned[tp].retry_at_ms <= now_ms]
+        self.subscriptions.assign(partitions)
 
     def seek(self, tp: TopicPartition, offset: int, epoch: int = -1) -> None:
-        state = self.assigned.get(tp)
-        if state is not None:
-            state.position, state.position_epoch, state.buffered = offset, epoch, []
-            state.awaiting_validation = False
+        self.subscriptions.seek(tp, offset, epoch)
 
-    def new_leaders(self, leaders: dict[TopicPartition, tuple[int, int]], *, validate: bool) -> None:
-        """Metadata's leaders. A position read in an older leader epoch than the new leader's
-        waits for validation (`maybeValidatePositionForCurrentLeader`); its buffered records
-        are dropped."""
-        for tp, (leader, epoch) in leaders.items():
-            _, before = self.leaders.get(tp, (-1, -1))
-            self.leaders[tp] = (leader, epoch)
-            state = self.assigned.get(tp)
-            if validate and state is not None and state.position is not None and state.position_epoch >= 0 and epoch > before >= 0:
-                state.awaiting_validation, state.buffered = True, []
+    def needing_position(self, now_ms: int) -> list[TopicPartition]:
+        return self.subscriptions.needing_position(now_ms)
 
-    def needing_validation(self) -> list[TopicPartition]:
-        return [tp for tp in sorted(self.assigned) if self.assigned[tp].awaiting_validation]
-
-    def all_consumed(self) -> dict[TopicPartition, tuple[int, int]]:
-        """`SubscriptionState.allConsumed`: every assigned partition with a position."""
-        return {
-            tp: (s.position, s.position_epoch)
-            for tp, s in sorted(self.assigned.items())
-            if s.position is not None
-        }
+    def all_consumed(self) -> Offsets:
+        return self.subscriptions.all_consumed()
 
     # ------------------------------------------------------------------ fetching
 
-    def fetch_requests(self, now_ms: int = 0) -> list[tuple[int, FetchRequest]]:
-        """One request per leader without a fetch in flight and not backing off from a failed
-        connection, for its fetchable partitions that have a position and nothing buffered."""
+    def fetch_requests(self, ready: Callable[[int], bool] | None = None) -> list[tuple[int, FetchRequest]]:
+        """One request per leader without a fetch in flight and `ready` (not backing off from
+        a failed connection), for its fetchable partitions that have a position and nothing
+        buffered."""
         by_leader: dict[int, list[FetchPartition]] = {}
         for tp in sorted(self.assigned):
             state = self.assigned[tp]
             if state.position is None or state.pending_revocation or state.buffered or state.awaiting_validation:
                 continue
             leader, epoch = self.leaders.get(tp, (-1, -1))
-            if leader < 0 or leader in self.in_flight or now_ms < self.not_ready_until.get(leader, 0):
+            if leader < 0 or leader in self.in_flight or (ready is not None and not ready(leader)):
                 continue
             by_leader.setdefault(leader, []).append(
                 FetchPartition(
@@ -139,6 +118,43 @@ class Fetcher:
             (leader, FetchRequest(-1, self.fetch_max_wait_ms, self.fetch_min_bytes, tuple(parts)))
             for leader, parts in sorted(by_leader.items())
         ]
+
+    def send_fetches(self, out: Out, network: NetworkClient) -> None:
+        """`sendFetches`: the request to each leader that `fetch_requests` names."""
+        for leader, request in self.fetch_requests(network.ready):
+            offsets = {TopicPartition(p.topic, p.partition): p.fetch_offset for p in request.partitions}
+            cid = network.send(
+                out,
+                leader,
+                "fetch",
+                request,
+                on_failure=self._fetch_failed,
+                detail=offsets,
+                timeout_ms=network.config.request_timeout_ms + request.max_wait_ms,
+            )
+            self.in_flight[leader] = cid
+
+    def _fetch_failed(self, out: Out, correlation_id: int, request: InFlight, error: str) -> None:
+        self.in_flight.pop(request.broker, None)
+
+    def on_fetch_response(
+        self, broker: int, offsets: dict[TopicPartition, int], resp: FetchResponse
+    ) -> tuple[bool, list[TopicPartition]]:
+        """Keep the answer's records; returns whether metadata is stale, and the partitions
+        whose position was out of range (now without one, for `auto.offset.reset`)."""
+        self.in_flight.pop(broker, None)
+        stale = False
+        out_of_range: list[TopicPartition] = []
+        for answer in resp.partitions:
+            error = self.on_fetched(offsets, answer)
+            tp = TopicPartition(answer.topic, answer.partition)
+            if error in METADATA_ERRORS:
+                stale = True
+            elif error is ErrorCode.OFFSET_OUT_OF_RANGE and tp in self.assigned:
+                if self.assigned[tp].position == offsets.get(tp):
+                    self.assigned[tp].position = None
+                    out_of_range.append(tp)
+        return stale, out_of_range
 
     def on_fetched(self, fetch_offsets: dict[TopicPartition, int], answer: FetchedPartition) -> ErrorCode:
         """Keep an answer's records if they still fit (`FetchCollector`); return its error."""

@@ -1,5 +1,5 @@
-"""The consumer coordinator's state: `AbstractCoordinator.MemberState`, the generation, and
-the requests a member has in flight to its group coordinator.
+"""The classic member's state: `AbstractCoordinator.MemberState`, the generation, and the
+JoinGroup and SyncGroup a member has in flight to its group coordinator.
 
 The transitions follow `AbstractCoordinator`:
 - UNJOINED -> PREPARING_REBALANCE when a JoinGroup is sent;
@@ -12,14 +12,13 @@ The transitions follow `AbstractCoordinator`:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 
+from actors.consumer.group_membership import NO_GENERATION
 from protocols.types import TopicPartition
 
-__all__ = ["Commit", "CommitKind", "MemberState", "Membership"]
-
-NO_GENERATION = -1
+__all__ = ["MemberState", "Membership"]
 
 
 class MemberState(Enum):
@@ -45,31 +44,6 @@ class MemberState(Enum):
         return self in (MemberState.UNJOINED, MemberState.PREPARING_REBALANCE)
 
 
-class CommitKind(Enum):
-    """Why a commit was sent: the analytics tell auto-commits from the application's."""
-
-    AUTO = "auto"
-    JOIN_PREPARE = "join_prepare"
-    SYNC = "sync"
-    ASYNC = "async"
-    REVOKE = "revoke"
-    CLOSE = "close"
-
-
-@dataclass(slots=True)
-class Commit:
-    """An OffsetCommit in flight, and its outcome once answered."""
-
-    commit_id: int
-    kind: CommitKind
-    offsets: dict[TopicPartition, tuple[int, int]]
-    generation_id: int
-    error: str | None = None
-    """None while in flight; "NONE" on success; else the error (a broker error code's name, or
-    the client's: DISCONNECTED, TIMEOUT)."""
-    started_ms: int = 0
-
-
 @dataclass(slots=True)
 class Membership:
     """The member's side of the group: who it is, in which generation, what is in flight."""
@@ -87,21 +61,6 @@ class Membership:
     joined_assignment: list[TopicPartition] | None = None
     """A SyncGroup answer waiting for `onJoinComplete`, which runs in the next `poll()`."""
     join_backoff_until: int = 0
-    heartbeat_in_flight: int | None = None
-    last_heartbeat_sent_ms: int = 0
-    last_heartbeat_ok_ms: int = 0
-    next_heartbeat_ms: int = 0
-    commits: dict[int, Commit] = field(default_factory=dict)
-    """Commit id -> every commit sent this incarnation, answered or not (kept small: pruned)."""
-    join_prepare_commit: int | None = None
-    revoke_commit: int | None = None
-    join_prepare_revoked: bool = False
-    join_prepare_started_ms: int = 0
-    """When this rebalance's pre-rebalance commit was first sent: `joinPrepareTimer`, one per
-    rebalance, bounds the wait for it by the rebalance timeout, retries included."""
-    async_commit_fenced: bool = False
-    """An asynchronous commit was answered FENCED_INSTANCE_ID in its own generation
-    (`asyncCommitFenced`): the next drain of commit callbacks, in `poll()`, throws."""
 
     @property
     def generation_valid(self) -> bool:

@@ -1,0 +1,262 @@
+"""The classic group membership's consumer side: Kafka's `ConsumerCoordinator`.
+
+What it models of the Java consumer:
+- `poll` in each pass of `poll()`'s loop: find the coordinator; if a rejoin is needed, run
+  `onJoinPrepare` and send JoinGroup, without waiting for the rebalance; run `onJoinComplete`
+  for a SyncGroup answered since; then, only if the coordinator is known and no rebalance is in
+  flight, the periodic auto-commit of the positions (the *previous* polls' records);
+- `onJoinPrepare`: the pre-rebalance auto-commit, by version (`JoinPrepareCommit`: synchronous
+  up to 3.1, not awaited in 3.2.0, awaited from 3.2.1, with EAGER's partitions pending
+  revocation from 3.2.3), then the revocation (EAGER: every partition; COOPERATIVE: none, the
+  topics do not change); a member out of its generation reports its partitions lost instead;
+- the leader runs the group's chosen assignor at once on the JoinGroup answer
+  (`onLeaderElected`); a member's subscription carries its owned partitions (COOPERATIVE) or
+  its last assignment for the sticky assignors (Kafka's `userData`);
+- `onJoinComplete`: EAGER takes the new assignment whole; COOPERATIVE revokes what moved (no
+  auto-commit) and rejoins (KIP-429); the next auto-commit is an interval away;
+- the application's rebalance listener: with `commit = on_revoke`, `onPartitionsRevoked`
+  commits the revoked partitions synchronously first (`onPartitionsLost` commits nothing);
+- `onLeavePrepare` on `close()` and `unsubscribe()`: the partitions are revoked, or lost when
+  the member is out of its generation or a rebalance is under way.
+
+Partitions assigned, revoked and lost are logged with their reason.
+Left out: subscription changes (the topics are fixed) and the leader's check of the topics'
+metadata after its assignment.
+"""
+
+from __future__ import annotations
+
+from actors.consumer.abstract_coordinator import AbstractCoordinator
+from actors.consumer.application import ApplicationThread
+from actors.consumer.assignors import (
+    ASSIGNORS,
+    MemberSubscription,
+    RebalanceProtocol,
+    rebalance_protocol,
+)
+from actors.consumer.commits import CommitKind, CommitRequestManager, is_retriable
+from actors.consumer.config import AppCommit, ConsumerConfig, JoinPrepareCommit
+from actors.consumer.membership import MemberState
+from actors.consumer.network import Clock, NetworkClient
+from actors.consumer.subscription_state import Offsets, SubscriptionState, by_topic
+from actors.core import Out
+from protocols.group import (
+    Assignment,
+    JoinGroupProtocol,
+    JoinGroupResponse,
+    Subscription,
+    SyncGroupAssignment,
+)
+from protocols.types import TopicPartition
+
+__all__ = ["ConsumerCoordinator"]
+
+
+class ConsumerCoordinator(AbstractCoordinator):
+    commits: CommitRequestManager
+    """Set by the consumer once both exist: the coordinator commits before a rebalance, and a
+    commit's answer may fence the member."""
+
+    def __init__(
+        self, config: ConsumerConfig, clock: Clock, network: NetworkClient, subscriptions: SubscriptionState, app: ApplicationThread
+    ) -> None:
+        super().__init__(config, clock, network, app)
+        self.subscriptions = subscriptions
+        self.protocol = rebalance_protocol(config.assignment_strategy)
+        self.previous_assignment: list[TopicPartition] = []
+        self.join_prepare_revoked = False
+        self.join_prepare_started_ms = 0
+        """When this rebalance's pre-rebalance commit was first sent: `joinPrepareTimer`, one per
+        rebalance, bounds the wait for it by the rebalance timeout, retries included."""
+
+    def poll(self, out: Out) -> None:
+        """`ConsumerCoordinator.poll` with `waitForJoinGroup = false`."""
+        if not self.ensure_coordinator_ready(out):
+            return  # returns early: no rebalance step and no auto-commit
+        if self.rejoin_needed_or_pending() and not self.ensure_active_group(out):
+            return
+        self.commits.maybe_auto_commit_offsets_async(out)
+
+    # ------------------------------------------------------------------ joining
+
+    def protocol_type(self) -> str:
+        return "consumer"
+
+    def metadata(self) -> tuple[JoinGroupProtocol, ...]:
+        cfg = self.config
+        if self.protocol is RebalanceProtocol.COOPERATIVE:
+            owned = self.subscriptions.owned()
+        else:
+            # EAGER revoked everything before joining; the sticky assignor still learns the
+            # member's last assignment (Kafka carries it in the subscription's userData).
+            owned = self.previous_assignment if "sticky" in cfg.assignment_strategy else []
+        subscription = Subscription(cfg.topics, by_topic(owned), self.member.generation_id)
+        return tuple(JoinGroupProtocol(name, subscription) for name in cfg.assignment_strategy)
+
+    def on_join_prepare(self, out: Out) -> bool:
+        """`ConsumerCoordinator.onJoinPrepare`: the pre-rebalance auto-commit (by version),
+        then the revocation (EAGER: every partition; COOPERATIVE: none, the topics do not
+        change). False while a commit it waits for is in flight."""
+        m, cfg, commits, now = self.member, self.config, self.commits, self.clock.now_ms
+        owned = self.subscriptions.owned()
+        if cfg.enable_auto_commit and owned and not self.join_prepare_revoked:
+            if not m.generation_valid:
+                # Out of its generation (a poll timeout, a fencing error): the commit fails in
+                # the client, and the partitions are reported lost below.
+                commits.commit_offsets_async(out, CommitKind.JOIN_PREPARE, self.subscriptions.all_consumed())
+            elif commits.join_prepare_commit is None:
+                mode = cfg.join_prepare_commit
+                if mode is JoinPrepareCommit.SYNC:
+                    self._commit_sync(out, CommitKind.JOIN_PREPARE, self.subscriptions.all_consumed())
+                    return False
+                if mode is JoinPrepareCommit.PENDING_REVOCATION and self.protocol is RebalanceProtocol.EAGER:
+                    self.subscriptions.mark_pending_revocation(owned)
+                commits.join_prepare_commit = commits.commit_offsets_async(out, CommitKind.JOIN_PREPARE, self.subscriptions.all_consumed())
+                self.join_prepare_started_ms = now
+                if mode is not JoinPrepareCommit.ASYNC_NOT_AWAITED:
+                    return False
+            elif cfg.join_prepare_commit is not JoinPrepareCommit.SYNC and now - self.join_prepare_started_ms < cfg.max_poll_interval_ms:
+                # A synchronous commit was waited for, retries and all. An asynchronous one is
+                # waited for and sent again after a retriable failure until the rebalance
+                # timeout, then the rebalance goes on without it ("joinPrepare timeout").
+                commit = commits.get(commits.join_prepare_commit)
+                if commit is not None and commit.error is None:
+                    return False  # still waiting for it: poll() returns to the application
+                if commit is not None and commit.error != "NONE" and is_retriable(commit.error):
+                    commits.join_prepare_commit = commits.commit_offsets_async(out, CommitKind.JOIN_PREPARE, self.subscriptions.all_consumed())
+                    return False
+        if not self._revoke_for_join(out, owned):
+            return False
+        commits.join_prepare_commit = None
+        self.join_prepare_revoked = False
+        return True
+
+    def _revoke_for_join(self, out: Out, owned: list[TopicPartition]) -> bool:
+        """The revocation step of `onJoinPrepare`; with `commit = on_revoke` the listener's
+        commitSync comes first. False while that commit is in flight."""
+        m, commits = self.member, self.commits
+        if self.protocol is RebalanceProtocol.COOPERATIVE or not owned:
+            return True
+        lost = not m.generation_valid or (not m.member_id and self.config.keep_member_id_on_illegal_generation)
+        if not lost and self.config.app_commit is AppCommit.ON_REVOKE and not self.join_prepare_revoked:
+            if commits.revoke_commit is None:
+                self._commit_sync(out, CommitKind.REVOKE, self.subscriptions.consumed_of(owned))
+                return False
+            commit = commits.get(commits.revoke_commit)
+            if commit is not None and commit.error is None:
+                return False
+        commits.revoke_commit = None
+        self.join_prepare_revoked = True
+        self._revoke_or_lose(out, owned, "lost" if lost else "revoked", "generation_reset" if lost else "rebalance")
+        return True
+
+    def on_leader_elected(self, resp: JoinGroupResponse) -> tuple[SyncGroupAssignment, ...]:
+        """The leader runs the group's chosen assignor over every member's subscription."""
+        assignor = ASSIGNORS[resp.protocol_name or self.config.assignment_strategy[0]]
+        members = [
+            MemberSubscription(
+                member.member_id,
+                member.group_instance_id,
+                member.metadata.topics,
+                tuple(TopicPartition(t.topic, p) for t in member.metadata.owned_partitions for p in t.partitions),
+                member.metadata.generation_id,
+            )
+            for member in resp.members
+        ]
+        topics = sorted({t for member in members for t in member.topics})
+        counts = dict(self.config.partitions)
+        result = assignor.assign({t: counts[t] for t in topics if t in counts}, members)
+        return tuple(
+            SyncGroupAssignment(member_id, Assignment(by_topic(list(result[member_id]))))
+            for member_id in sorted(result)
+        )
+
+    def on_join_complete(self, out: Out) -> bool:
+        """`ConsumerCoordinator.onJoinComplete`, in the `poll()` after the SyncGroup answer.
+        False while the commit of a cooperative revocation's `onPartitionsRevoked` is in
+        flight (the same poll runs it again once answered)."""
+        m, cfg, subscriptions = self.member, self.config, self.subscriptions
+        assigned = m.joined_assignment or []
+        owned = subscriptions.owned()
+        revoked = [tp for tp in owned if tp not in assigned]
+        if self.protocol is RebalanceProtocol.COOPERATIVE and revoked and not self._revoke_listener_done(out, revoked):
+            return False
+        m.joined_assignment = None
+        m.needs_join_prepare = True
+        m.rejoin_needed = False
+        if self.protocol is RebalanceProtocol.COOPERATIVE:
+            if revoked:
+                # KIP-429: revoke what moved, with no auto-commit, and rejoin so that the next
+                # generation can give it to its new owner.
+                self._revoke_or_lose(out, revoked, "revoked", "cooperative")
+                m.rejoin_needed = True
+            added = [tp for tp in assigned if tp not in owned]
+        else:
+            subscriptions.remove(owned)
+            added = list(assigned)
+        subscriptions.assign(added)
+        self.previous_assignment = subscriptions.owned()
+        out.emit(
+            "partitions_assigned",
+            group_id=cfg.group_id,
+            member_id=m.member_id,
+            generation_id=m.generation_id,
+            partitions=[str(tp) for tp in added],
+            assignment=[str(tp) for tp in subscriptions.owned()],
+        )
+        self.commits.reset_auto_commit_timer()
+        return True
+
+    def _revoke_listener_done(self, out: Out, revoked: list[TopicPartition]) -> bool:
+        """With `commit = on_revoke`, `onPartitionsRevoked` commits the revoked partitions
+        synchronously before they go (KIP-429: the only commit a cooperative revocation gets).
+        False while that commit is in flight."""
+        commits = self.commits
+        if self.config.app_commit is not AppCommit.ON_REVOKE:
+            return True
+        if commits.revoke_commit is None:
+            self._commit_sync(out, CommitKind.REVOKE, self.subscriptions.consumed_of(revoked))
+            return False
+        commit = commits.get(commits.revoke_commit)
+        if commit is not None and commit.error is None:
+            return False
+        commits.revoke_commit = None
+        return True
+
+    # ------------------------------------------------------------------ the rebalance listener
+
+    def _revoke_or_lose(self, out: Out, partitions: list[TopicPartition], how: str, reason: str) -> None:
+        """`onPartitionsRevoked` or `onPartitionsLost`, then drop the partitions."""
+        cfg, m = self.config, self.member
+        out.emit(
+            f"partitions_{how}",
+            group_id=cfg.group_id,
+            member_id=m.member_id,
+            generation_id=m.generation_id,
+            partitions=[str(tp) for tp in partitions],
+            reason=reason,
+        )
+        self.subscriptions.remove(partitions)
+
+    def _commit_sync(self, out: Out, kind: CommitKind, offsets: Offsets) -> None:
+        """A synchronous commit inside `poll()`: the application waits for it."""
+        self.app.block_on_commit(out)
+        self.commits.commit_offsets_sync(out, kind, offsets)
+
+    # ------------------------------------------------------------------ leaving
+
+    def partitions_lost_on_leave(self) -> bool:
+        m = self.member
+        return not m.generation_valid or not m.member_id or m.state is not MemberState.STABLE
+
+    def leave_group(self, out: Out, reason: str) -> None:
+        self._on_leave_prepare(out, reason)
+        self.maybe_leave_group(out)
+
+    def _on_leave_prepare(self, out: Out, reason: str) -> None:
+        """`ConsumerCoordinator.onLeavePrepare`: the owned partitions go before the member
+        leaves, reported lost when it is out of its generation or a rebalance is under way
+        (`rebalanceInProgress`), revoked otherwise."""
+        owned = self.subscriptions.owned()
+        if owned:
+            self._revoke_or_lose(out, owned, "lost" if self.partitions_lost_on_leave() else "revoked", reason)

@@ -1,0 +1,117 @@
+"""The consumer's assigned partitions and their positions: Kafka's `SubscriptionState`.
+
+What it models of the Java consumer:
+- each assigned partition has a position (the offset of the next record to return) and the
+  leader epoch of the record before it, unknown until the committed offset is fetched or
+  `auto.offset.reset` applies (`updateFetchPositions`);
+- a partition pending revocation (KAFKA-14196) is not fetched and its records are not returned;
+- each partition's leader and leader epoch as Metadata last gave them (`FetchPosition`'s
+  `currentLeader`): after a leader change, a position read in an older epoch awaits validation
+  (KIP-320);
+- the records fetched from the position on and not yet returned (Kafka keeps them in the
+  fetcher's `FetchBuffer`; here with the partition, so that a seek or a leader change drops
+  them with the position they were fetched for).
+
+Left out: `assign()` and pattern subscriptions (the topics are fixed and the group assigns
+their partitions), and pausing partitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from protocols.group import TopicPartitions
+from protocols.types import TopicPartition
+
+__all__ = ["Offsets", "PartitionState", "SubscriptionState", "by_topic"]
+
+Offsets = dict[TopicPartition, tuple[int, int]]
+"""Partition -> (offset, leader epoch): positions, as a commit sends them."""
+
+
+@dataclass(slots=True)
+class PartitionState:
+    """`TopicPartitionState`: one assigned partition."""
+
+    position: int | None = None
+    position_epoch: int = -1
+    pending_revocation: bool = False
+    retry_at_ms: int = 0
+    """A reset refused with a retriable error waits until then (`requestFailed`)."""
+    awaiting_validation: bool = False
+    """The leader changed: the position is checked for a truncation before it is fetched
+    (`AWAIT_VALIDATION`)."""
+    buffered: list[tuple[int, int]] = field(default_factory=list)
+    """Fetched records from the position on, not yet returned: (offset, the leader epoch of
+    its batch). The epoch tells a record from one written later at the same offset after a
+    truncation (one leader writes each offset once in an epoch, KIP-101)."""
+
+
+class SubscriptionState:
+    def __init__(self) -> None:
+        self.assigned: dict[TopicPartition, PartitionState] = {}
+        self.leaders: dict[TopicPartition, tuple[int, int]] = {}
+        """Partition -> (leader broker, leader epoch), from Metadata."""
+
+    # ------------------------------------------------------------------ assignment
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        """Add partitions with no position (`assignFromSubscribed` keeps the others)."""
+        for tp in partitions:
+            self.assigned.setdefault(tp, PartitionState())
+
+    def remove(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.assigned.pop(tp, None)
+
+    def owned(self) -> list[TopicPartition]:
+        return sorted(self.assigned)
+
+    def mark_pending_revocation(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.assigned[tp].pending_revocation = True
+
+    # ------------------------------------------------------------------ positions
+
+    def needing_position(self, now_ms: int) -> list[TopicPartition]:
+        return [tp for tp in sorted(self.assigned) if self.assigned[tp].position is None and self.assigned[tp].retry_at_ms <= now_ms]
+
+    def seek(self, tp: TopicPartition, offset: int, epoch: int = -1) -> None:
+        state = self.assigned.get(tp)
+        if state is not None:
+            state.position, state.position_epoch, state.buffered = offset, epoch, []
+            state.awaiting_validation = False
+
+    def new_leaders(self, leaders: dict[TopicPartition, tuple[int, int]], *, validate: bool) -> None:
+        """Metadata's leaders. A position read in an older leader epoch than the new leader's
+        waits for validation (`maybeValidatePositionForCurrentLeader`); its buffered records
+        are dropped."""
+        for tp, (leader, epoch) in leaders.items():
+            _, before = self.leaders.get(tp, (-1, -1))
+            self.leaders[tp] = (leader, epoch)
+            state = self.assigned.get(tp)
+            if validate and state is not None and state.position is not None and state.position_epoch >= 0 and epoch > before >= 0:
+                state.awaiting_validation, state.buffered = True, []
+
+    def needing_validation(self) -> list[TopicPartition]:
+        return [tp for tp in sorted(self.assigned) if self.assigned[tp].awaiting_validation]
+
+    def all_consumed(self) -> Offsets:
+        """`SubscriptionState.allConsumed`: every assigned partition with a position."""
+        return {
+            tp: (s.position, s.position_epoch)
+            for tp, s in sorted(self.assigned.items())
+            if s.position is not None
+        }
+
+    def consumed_of(self, partitions: list[TopicPartition]) -> Offsets:
+        consumed = self.all_consumed()
+        return {tp: consumed[tp] for tp in partitions if tp in consumed}
+
+
+def by_topic(partitions: list[TopicPartition]) -> tuple[TopicPartitions, ...]:
+    """Partitions grouped by topic, sorted, as the group requests carry them."""
+    grouped: dict[str, list[int]] = {}
+    for tp in sorted(partitions):
+        grouped.setdefault(tp.topic, []).append(tp.partition)
+    return tuple(TopicPartitions(topic, tuple(ps)) for topic, ps in grouped.items())
