@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from actors.addresses import BROKER_ACTOR
 from actors.broker.behavior import Broker
-from actors.broker.config import BROKER_ACTOR, BrokerConfig
+from actors.broker.config import BrokerConfig
 from actors.core import Address, Ctx, Inbound, Out
 from actors.producer.behavior import Producer, ProducerConfig
 from actors.profiles import Profile

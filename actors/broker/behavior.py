@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors.addresses import GROUP_COORDINATOR_ACTOR
 from actors.broker import follower, groups, isr, leader, offsets, produce
-from actors.broker.config import GROUP_COORDINATOR_ACTOR, BrokerConfig
+from actors.broker.config import BrokerConfig
 from actors.broker.partition import Partition
 from actors.broker.partition_log import PartitionLog, log_file, partitions_on_disk
 from actors.broker.state import BrokerState
@@ -28,7 +29,6 @@ from actors.core import Address, Ctx, Inbound, Out
 from protocols.connection import Disconnected
 from protocols.errors import ErrorCode
 from protocols.group import FindCoordinatorRequest
-from protocols.producer import InitProducerIdRequest
 from protocols.metadata import (
     BrokerRegistered,
     IsrUpdateResponse,
@@ -42,6 +42,7 @@ from protocols.metadata import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from protocols.producer import InitProducerIdRequest
 from protocols.replication import (
     AlterPartitionResponse,
     FetchRequest,

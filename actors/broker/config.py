@@ -3,46 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import cache
 
+from actors.addresses import broker_address
 from actors.broker.retention import OFFSETS_TOPIC_SEGMENT_BYTES, LogConfig
 from actors.core import Address
-from protocols.replication import LeaderAndIsrPartition
 from actors.profiles import Profile
+from protocols.replication import LeaderAndIsrPartition
 
-__all__ = [
-    "BROKER_ACTOR",
-    "CONTROLLER_ACTOR",
-    "GROUP_COORDINATOR_ACTOR",
-    "BrokerConfig",
-    "broker_address",
-    "controller_address",
-    "group_coordinator_address",
-]
-
-BROKER_ACTOR = "broker"
-CONTROLLER_ACTOR = "controller"
-"""The actor on every broker node that is its ZooKeeper client and controller candidate."""
-GROUP_COORDINATOR_ACTOR = "group-coordinator"
-"""The actor on every broker node that coordinates the groups whose `__consumer_offsets`
-partition the broker leads."""
-
-
-# Cached: a follower asks its leader's address at every fetch. Addresses are immutable values.
-@cache
-def broker_address(broker_id: int) -> Address:
-    return Address(f"broker-{broker_id}", BROKER_ACTOR)
-
-
-@cache
-def controller_address(broker_id: int) -> Address:
-    return Address(f"broker-{broker_id}", CONTROLLER_ACTOR)
-
-
-@cache
-def group_coordinator_address(broker_id: int) -> Address:
-    return Address(f"broker-{broker_id}", GROUP_COORDINATOR_ACTOR)
-
+__all__ = ["BrokerConfig"]
 
 @dataclass(frozen=True, slots=True)
 class BrokerConfig:

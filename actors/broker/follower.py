@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.broker.config import broker_address
+from actors.addresses import broker_address
 from actors.broker.context import FetcherContext
 from actors.broker.epoch_cache import EpochEntry, truncation_state
 from actors.broker.partition import Partition

@@ -12,7 +12,7 @@ purgatory (`DelayedOperations`).
 
 from __future__ import annotations
 
-from actors.broker.config import controller_address
+from actors.addresses import controller_address
 from actors.broker.context import IsrContext
 from actors.broker.partition import Partition, PendingIsr
 from actors.broker.replica_state import can_join_isr, out_of_sync_replicas

@@ -19,7 +19,15 @@ from actors.broker.context import LeaderContext
 from actors.broker.fetch_session import DelayedFetch, LeaderFetchSession, Rest
 from actors.broker.isr import maybe_expand_isr
 from actors.broker.partition import Partition, Role
-from actors.broker.read import RESTING, Read, caught_up, check_leader_epoch, diverging_epoch, idle, read_partition
+from actors.broker.read import (
+    RESTING,
+    Read,
+    caught_up,
+    check_leader_epoch,
+    diverging_epoch,
+    idle,
+    read_partition,
+)
 from actors.broker.replica_state import fetched_at_end
 from actors.core import Ctx, Inbound, Out
 from protocols.errors import ErrorCode

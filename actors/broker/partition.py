@@ -22,8 +22,8 @@ from actors.broker.replica_state import (
     update_fetch_state,
 )
 from actors.core import Out
-from protocols.types import NO_LEADER, TopicPartition
 from actors.profiles import Profile
+from protocols.types import NO_LEADER, TopicPartition
 
 __all__ = ["Partition", "PendingIsr", "Role"]
 

@@ -46,8 +46,8 @@ from array import array
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
-from itertools import accumulate
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 from typing import Any
 
 from actors.broker.epoch_cache import EpochCache, EpochEntry

@@ -36,7 +36,12 @@ from protocols.errors import ErrorCode
 from protocols.metadata import MetadataRequest
 from protocols.producer import InitProducerIdRequest, InitProducerIdResponse
 from protocols.records import producer_records
-from protocols.replication import ProducePartitionData, ProducePartitionResponse, ProduceRequest, ProduceResponse
+from protocols.replication import (
+    ProducePartitionData,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 from protocols.types import TopicPartition
 
 __all__ = ["answer", "expire_produce", "on_init_producer_id", "on_produce", "try_complete"]

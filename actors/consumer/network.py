@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from actors.broker.config import broker_address, group_coordinator_address
+from actors.addresses import broker_address, group_coordinator_address
 from actors.consumer.config import ConsumerConfig
 from actors.core import Out
 

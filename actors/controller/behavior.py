@@ -65,7 +65,11 @@ from protocols.metadata import (
     StopReplicaResponse,
     UpdateMetadataResponse,
 )
-from protocols.replication import AlterPartitionRequest, AlterPartitionResponse, LeaderAndIsrResponse
+from protocols.replication import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    LeaderAndIsrResponse,
+)
 from protocols.zookeeper import (
     ConnectResponse,
     EventType,

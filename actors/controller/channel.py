@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.broker.config import broker_address
+from actors.addresses import broker_address
 from actors.controller.zkdata import LeaderIsr
 from actors.core import Out
 from protocols.metadata import (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from actors.broker.config import controller_address
+from actors.addresses import controller_address
 from actors.controller.config import ControllerConfig
 from actors.controller.zookeeper_client import ZooKeeperClient
 from actors.core import Ctx, Inbound, Out

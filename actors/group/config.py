@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from actors.broker.config import broker_address, group_coordinator_address
+from actors.addresses import broker_address, group_coordinator_address
 from actors.core import Address
 from actors.profiles import Profile
 

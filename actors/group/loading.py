@@ -26,7 +26,12 @@ from actors.group.rebalance import member_added, remove_sync_expiration
 from actors.group.records import replay
 from actors.group.state import ClassicGroup, GroupState, as_classic
 from protocols.errors import ErrorCode
-from protocols.group import CoordinatorElected, CoordinatorResigned, JoinGroupResponse, SyncGroupResponse
+from protocols.group import (
+    CoordinatorElected,
+    CoordinatorResigned,
+    JoinGroupResponse,
+    SyncGroupResponse,
+)
 from protocols.replication import RecordBatch
 
 __all__ = ["on_elected", "on_load_timer", "on_resigned"]

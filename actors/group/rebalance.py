@@ -11,7 +11,14 @@ from __future__ import annotations
 from actors.core import Ctx, Out
 from actors.group import delayed
 from actors.group.config import NEW_MEMBER_JOIN_TIMEOUT_MS
-from actors.group.manager import GroupManager, PendingStore, StaticRevert, StoreKind, assignment_strings, timer_key
+from actors.group.manager import (
+    GroupManager,
+    PendingStore,
+    StaticRevert,
+    StoreKind,
+    assignment_strings,
+    timer_key,
+)
 from actors.group.records import group_record
 from actors.group.rules import select_protocol
 from actors.group.state import ClassicGroup, GroupState, MemberMetadata

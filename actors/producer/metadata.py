@@ -12,7 +12,7 @@ use for.
 
 from __future__ import annotations
 
-from actors.broker.config import broker_address
+from actors.addresses import broker_address
 from actors.core import Out
 from actors.producer.config import ProducerConfig
 from actors.producer.network import NetworkClient

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from actors.broker.config import broker_address
+from actors.addresses import broker_address
 from actors.core import Out
 from actors.producer.accumulator import ProducerBatch, Ready, RecordAccumulator
 from actors.producer.acked import AckedRecords

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from actors.broker.config import BROKER_ACTOR, CONTROLLER_ACTOR
+from actors.addresses import BROKER_ACTOR, CONTROLLER_ACTOR
 from actors.core import Address
 from protocols.application import APPLICATION_ACTIONS, ApplicationCall
 from protocols.metadata import ShutdownSignal

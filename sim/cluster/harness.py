@@ -18,9 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from actors.broker.config import (
-    BROKER_ACTOR,
-)
+from actors.addresses import BROKER_ACTOR
 from actors.broker.partition_log import PartitionLog, partitions_on_disk
 from actors.core import Address
 from actors.group.placement import OFFSETS_TOPIC, partition_for

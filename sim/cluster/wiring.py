@@ -9,14 +9,14 @@ and the gossip stand-in's `node-N` (docs/scenarios.md).
 
 from __future__ import annotations
 
-from actors.broker.behavior import Broker
-from actors.broker.config import (
+from actors.addresses import (
     BROKER_ACTOR,
     CONTROLLER_ACTOR,
     GROUP_COORDINATOR_ACTOR,
     controller_address,
     group_coordinator_address,
 )
+from actors.broker.behavior import Broker
 from actors.broker.settings import broker_config
 from actors.consumer.behavior import Consumer
 from actors.consumer.config import ConsumerConfig

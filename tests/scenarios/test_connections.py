@@ -106,7 +106,7 @@ def test_a_follower_whose_leader_process_died_retries_after_the_fetch_backoff() 
     (1000 ms). Its attempt at 1101 is refused on arrival at 1102 and B2 is told at 1103; the
     next attempt leaves at 2103, and so on: one every 1002 ms, instead of one every
     `replica.socket.timeout.ms` (30 s)."""
-    from actors.broker.config import broker_address  # noqa: PLC0415
+    from actors.addresses import broker_address  # noqa: PLC0415
     from tests.harness import Script, build, leader_and_isr  # noqa: PLC0415
 
     b1, b2 = broker_address(1), broker_address(2)

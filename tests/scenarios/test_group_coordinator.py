@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from actors.broker.config import broker_address, group_coordinator_address
+from actors.addresses import broker_address, group_coordinator_address
 from actors.core import Address, Ctx, Inbound, Out
 from actors.group.placement import partition_for
 from protocols.errors import ErrorCode

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from actors.broker.config import broker_address
+from actors.addresses import broker_address
 from actors.producer.config import ProducerConfig
 from protocols.errors import ErrorCode
 from protocols.metadata import UpdateMetadataPartition, UpdateMetadataRequest

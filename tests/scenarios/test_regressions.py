@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.broker.config import broker_address
+from actors.addresses import broker_address
 from protocols.errors import ErrorCode
 from protocols.replication import (
     AlterPartitionRequest,

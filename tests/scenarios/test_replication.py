@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.broker.config import broker_address
+from actors.addresses import broker_address
 from protocols.errors import ErrorCode
 from protocols.replication import AlterPartitionRequest, ProduceResponse
 from sim.cluster.log_checks import diverged_replicas, lost_acknowledged

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from actors.broker.config import broker_address
+from actors.addresses import broker_address
 from protocols.errors import ErrorCode
 from protocols.replication import (
     EARLIEST_TIMESTAMP,

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from actors.broker.config import broker_address
+from actors.addresses import broker_address
 from sim.cluster.invariants import Invariants, Violation
 from sim.cluster.log_checks import diverged_replicas, lost_acknowledged
 from sim.engine.eventlog import EventLog

@@ -7,8 +7,9 @@ import random
 
 import pytest
 
+from actors.addresses import broker_address
 from actors.broker.behavior import Broker
-from actors.broker.config import BrokerConfig, broker_address
+from actors.broker.config import BrokerConfig
 from actors.core import Address, Ctx, Inbound, Send
 from actors.profiles import Profile
 from protocols.errors import ErrorCode

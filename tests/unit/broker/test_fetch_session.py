@@ -6,8 +6,9 @@ import random
 
 import pytest
 
+from actors.addresses import broker_address
 from actors.broker.behavior import Broker
-from actors.broker.config import BrokerConfig, broker_address
+from actors.broker.config import BrokerConfig
 from actors.broker.partition import Partition
 from actors.broker.partition_log import PartitionLog
 from actors.core import Address, Ctx, Inbound, Out, Send

@@ -9,7 +9,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.broker.config import broker_address
+from actors.addresses import broker_address
 from actors.core import Address, CancelTimer, Ctx, Emit, Inbound, Out, Send, SetTimer
 from actors.group.config import GroupCoordinatorConfig
 from actors.group.coordinator import GroupCoordinator

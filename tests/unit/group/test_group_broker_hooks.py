@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import random
 
+from actors.addresses import broker_address, group_coordinator_address
 from actors.broker.behavior import Broker
-from actors.broker.config import BrokerConfig, broker_address, group_coordinator_address
+from actors.broker.config import BrokerConfig
 from actors.core import Address, Ctx, Emit, Inbound, Out, Send
 from actors.group.placement import OFFSETS_TOPIC
 from actors.profiles import Profile
