@@ -28,12 +28,8 @@ from __future__ import annotations
 
 from actors.consumer.abstract_coordinator import AbstractCoordinator
 from actors.consumer.application import ApplicationThread
-from actors.consumer.assignors import (
-    ASSIGNORS,
-    MemberSubscription,
-    RebalanceProtocol,
-    rebalance_protocol,
-)
+from actors.consumer.assignment import MemberSubscription, RebalanceProtocol
+from actors.consumer.assignors import ASSIGNORS, rebalance_protocol
 from actors.consumer.commits import CommitKind, CommitRequestManager, is_retriable
 from actors.consumer.config import AppCommit, ConsumerConfig, JoinPrepareCommit
 from actors.consumer.membership import MemberState

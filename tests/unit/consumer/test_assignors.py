@@ -9,16 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from actors.consumer.assignment import MemberSubscription, RebalanceProtocol, member_order
 from actors.consumer.assignors import (
     ASSIGNORS,
     CooperativeStickyAssignor,
-    MemberSubscription,
-    RebalanceProtocol,
     StickyAssignor,
     UnknownAssignor,
     check_strategy,
     default_strategy,
-    member_order,
     rebalance_protocol,
 )
 from protocols.types import TopicPartition
