@@ -194,7 +194,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "process_crash_is_silent",
         "a crashed process on a live machine closes its connections and refuses new ones (NetworkClient disconnections)",
-        "sim/engine/kernel.py",
+        "sim/engine/lifecycle.py",
         "state.refusing = kind is CrashKind.PROCESS",
         "state.refusing = False",
         ("tests/scenarios/test_connections.py",),
