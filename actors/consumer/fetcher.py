@@ -98,11 +98,11 @@ class Fetcher:
         a failed connection), for its fetchable partitions that have a position and nothing
         buffered."""
         by_leader: dict[int, list[FetchPartition]] = {}
-        for tp in sorted(self.assigned):
-            state = self.assigned[tp]
+        for tp in sorted(self.subscriptions.assigned):
+            state = self.subscriptions.assigned[tp]
             if state.position is None or state.pending_revocation or state.buffered or state.awaiting_validation:
                 continue
-            leader, epoch = self.leaders.get(tp, (-1, -1))
+            leader, epoch = self.subscriptions.leaders.get(tp, (-1, -1))
             if leader < 0 or leader in self.in_flight or (ready is not None and not ready(leader)):
                 continue
             by_leader.setdefault(leader, []).append(
@@ -150,16 +150,16 @@ class Fetcher:
             tp = TopicPartition(answer.topic, answer.partition)
             if error in METADATA_ERRORS:
                 stale = True
-            elif error is ErrorCode.OFFSET_OUT_OF_RANGE and tp in self.assigned:
-                if self.assigned[tp].position == offsets.get(tp):
-                    self.assigned[tp].position = None
+            elif error is ErrorCode.OFFSET_OUT_OF_RANGE and tp in self.subscriptions.assigned:
+                if self.subscriptions.assigned[tp].position == offsets.get(tp):
+                    self.subscriptions.assigned[tp].position = None
                     out_of_range.append(tp)
         return stale, out_of_range
 
     def on_fetched(self, fetch_offsets: dict[TopicPartition, int], answer: FetchedPartition) -> ErrorCode:
         """Keep an answer's records if they still fit (`FetchCollector`); return its error."""
         tp = TopicPartition(answer.topic, answer.partition)
-        state = self.assigned.get(tp)
+        state = self.subscriptions.assigned.get(tp)
         if answer.error_code is not ErrorCode.NONE:
             return answer.error_code
         if state is None or state.pending_revocation or state.position != fetch_offsets.get(tp):
@@ -172,8 +172,8 @@ class Fetcher:
         at most `max_records` in all; the positions move past them."""
         returned: list[Returned] = []
         room = max_records
-        for tp in sorted(self.assigned):
-            state = self.assigned[tp]
+        for tp in sorted(self.subscriptions.assigned):
+            state = self.subscriptions.assigned[tp]
             if room == 0:
                 break
             if state.pending_revocation or not state.buffered or state.position is None:
@@ -187,7 +187,7 @@ class Fetcher:
         return returned
 
     def has_buffered(self) -> bool:
-        return any(s.buffered and not s.pending_revocation for s in self.assigned.values())
+        return any(s.buffered and not s.pending_revocation for s in self.subscriptions.assigned.values())
 
 
 def _records_from(batches: tuple[RecordBatch, ...], position: int) -> list[tuple[int, int]]:

@@ -76,20 +76,10 @@ class Producer:
         )
         self.partitioner: Partitioner | None = None
 
-    @property
-    def now_ms(self) -> int:
-        """The time of the handler running (set as each handler starts), or of the folded tick
-        being run."""
-        return self.time.now_ms
-
-    @now_ms.setter
-    def now_ms(self, now_ms: int) -> None:
-        self.time.now_ms = now_ms
-
     # ------------------------------------------------------------------ handlers
 
     def on_start(self, ctx: Ctx) -> Out:
-        self.now_ms = ctx.now_ms
+        self.time.now_ms = ctx.now_ms
         cfg = self.config
         self.partitioner = Partitioner(cfg.partitioning, cfg.partitions, cfg.batch_size, ctx.rng)
         out = TimerCommands(ctx.now_ms, self.state.timers_due)
@@ -154,9 +144,9 @@ class Producer:
     def settle(self, now_ms: int) -> None:
         """Run the folded ticks before `now_ms` (they change nothing but the producer's state),
         so that a snapshot taken between windows counts every record made by then."""
-        handler_ms = self.now_ms
+        handler_ms = self.time.now_ms
         self._catch_up(now_ms - 1, None)
-        self.now_ms = handler_ms
+        self.time.now_ms = handler_ms
 
     def snapshot(self) -> dict[str, Any]:
         sender = self.sender
@@ -178,11 +168,11 @@ class Producer:
     def _generate(self, out: Out) -> None:
         """A tick of the application: hand `records.per.interval` records to `send()`."""
         state = self.state
-        if state.next_tick_ms is None or state.next_tick_ms > self.now_ms:
+        if state.next_tick_ms is None or state.next_tick_ms > self.time.now_ms:
             return  # the tick already ran, folded (a unit test driving ticks by hand)
         self._tick(out)
         if state.next_tick_ms is not None:
-            out.set_timer("generate", state.next_tick_ms - self.now_ms)
+            out.set_timer("generate", state.next_tick_ms - self.time.now_ms)
 
     def _tick(self, out: Out) -> None:
         """The records of the tick due now, and when the next one is."""
@@ -192,7 +182,7 @@ class Producer:
             state.generated += 1
         state.next_tick_ms = None
         if state.generated < cfg.records:
-            state.next_tick_ms = self.now_ms + self._next_tick_after(self.now_ms)
+            state.next_tick_ms = self.time.now_ms + self._next_tick_after(self.time.now_ms)
 
     # ------------------------------------------------------------------ folded ticks
     #
@@ -222,7 +212,7 @@ class Producer:
             if timer is not None:
                 self.state.timers_due.pop(timer, None)
             self._catch_up(ctx.now_ms, out)
-        self.now_ms = ctx.now_ms
+        self.time.now_ms = ctx.now_ms
         return out
 
     def _catch_up(self, now_ms: int, out: Out | None) -> None:
@@ -234,7 +224,7 @@ class Producer:
         timer_ms = state.timers_due.get("generate", NEVER)
         at = state.next_tick_ms
         while at is not None and at <= now_ms and at < timer_ms:
-            self.now_ms = at
+            self.time.now_ms = at
             quiet = Out()
             self._tick(quiet)
             assert not quiet, f"a folded tick at {at} ms was not quiet: {quiet}"
@@ -272,7 +262,7 @@ class Producer:
                 budget -= per_tick
                 at = nxt
         if at != state.next_tick_ms:
-            out.set_timer("generate", at - self.now_ms)
+            out.set_timer("generate", at - self.time.now_ms)
 
     def _fold_horizon(self) -> int | None:
         """The time before which ticks may be quiet: the first of the sender's wake-ups and this
@@ -313,10 +303,10 @@ class Producer:
         key = cfg.key_of(number)
         partition = partitioner.partition(key, available)
         sticky = key is None and partitioner.kind is Partitioning.STICKY
-        batch = self.accumulator.append(partition, number, self.now_ms, abort_on_new_batch=sticky)
+        batch = self.accumulator.append(partition, number, self.time.now_ms, abort_on_new_batch=sticky)
         if batch is None:  # KIP-480: a new batch is needed, so the sticky partition moves on
             partition = partitioner.on_new_batch(partition, available)
-            batch = self.accumulator.append(partition, number, self.now_ms, abort_on_new_batch=False)
+            batch = self.accumulator.append(partition, number, self.time.now_ms, abort_on_new_batch=False)
             assert batch is not None
         new_batch = batch.count == 1
         partitioner.appended(partition, self.accumulator.record_size, new_batch=new_batch)

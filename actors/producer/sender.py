@@ -123,10 +123,6 @@ class Sender:
         self.wake_ms: int | None = None
         """The first time-driven wake-up the last run found (linger, back-off, expiry)."""
 
-    @property
-    def now_ms(self) -> int:
-        return self.time.now_ms
-
     def run(self, out: Out) -> None:
         """`Sender.runOnce`: expire, find ready nodes, drain them into requests, and set the
         timer for the next time something may become sendable."""
@@ -153,7 +149,7 @@ class Sender:
         delivery = self.config.delivery_timeout_ms
         if delivery is None:
             return []
-        now = self.now_ms
+        now = self.time.now_ms
         return [
             b.created_ms + delivery
             for r in self.requests.values()
@@ -165,7 +161,7 @@ class Sender:
         """`sendProducerData`: drain each ready node with room in flight into a request, and
         again while it stays ready (a poll timeout of 0)."""
         cfg, acc = self.config, self.accumulator
-        now = self.now_ms
+        now = self.time.now_ms
         ready = acc.ready(now, self.metadata.leader_of)
         if ready.unknown_leader:
             self.metadata.request(out)
@@ -197,13 +193,13 @@ class Sender:
         """Set the sender's timer unless an earlier one is set (an early wake-up is harmless),
         or the application's next tick comes first: the sender runs after every tick, once
         the tick's records are in the accumulator."""
-        at_ms = max(at_ms, self.now_ms)
+        at_ms = max(at_ms, self.time.now_ms)
         next_tick_ms = self.next_tick_ms()
         if next_tick_ms is not None and next_tick_ms <= at_ms:
             return
-        if self.wakeup_ms is None or at_ms < self.wakeup_ms or self.wakeup_ms < self.now_ms:
+        if self.wakeup_ms is None or at_ms < self.wakeup_ms or self.wakeup_ms < self.time.now_ms:
             self.wakeup_ms = at_ms
-            out.set_timer("sender", at_ms - self.now_ms)
+            out.set_timer("sender", at_ms - self.time.now_ms)
 
     def _may_send(self, batch: ProducerBatch) -> bool:
         """May this partition's first batch be drained now? With one request in flight per
@@ -306,7 +302,7 @@ class Sender:
             retriable = self.idempotence.can_retry(batch, error, error in _RETRIABLE)
         else:
             retriable = error in _RETRIABLE
-        if retriable and batch.attempts < cfg.retries and not batch.expired(self.now_ms, cfg.delivery_timeout_ms):
+        if retriable and batch.attempts < cfg.retries and not batch.expired(self.time.now_ms, cfg.delivery_timeout_ms):
             out.emit(
                 "batch_retried",
                 topic=cfg.topic,
@@ -316,7 +312,7 @@ class Sender:
                 error=error.name,
                 attempt=batch.attempts + 1,
             )
-            self.accumulator.reenqueue(batch, self.now_ms, in_sequence_order=self.idempotence is not None)
+            self.accumulator.reenqueue(batch, self.time.now_ms, in_sequence_order=self.idempotence is not None)
             return
         self._fail(out, batch, error.name)
 
@@ -324,15 +320,15 @@ class Sender:
         """Batches past `delivery.timeout.ms`: queued ones (`expiredBatches`) and, from 2.1,
         those in flight (`getExpiredInflightBatches`), whose late answer is then ignored."""
         cfg = self.config
-        if self.next_expiry_ms is None or self.now_ms < self.next_expiry_ms:
+        if self.next_expiry_ms is None or self.time.now_ms < self.next_expiry_ms:
             return  # nothing expires yet: new batches expire after those already known
-        for batch in self.accumulator.expired(self.now_ms, cfg.delivery_timeout_ms, cfg.request_timeout_ms):
+        for batch in self.accumulator.expired(self.time.now_ms, cfg.delivery_timeout_ms, cfg.request_timeout_ms):
             self._fail(out, batch, DELIVERY_TIMEOUT)
         if cfg.delivery_timeout_ms is None:
             return
         for correlation_id in sorted(self.requests):
             for batch in self.requests[correlation_id].batches:
-                if not batch.done and batch.expired(self.now_ms, cfg.delivery_timeout_ms):
+                if not batch.done and batch.expired(self.time.now_ms, cfg.delivery_timeout_ms):
                     self._fail(out, batch, DELIVERY_TIMEOUT)
 
     def _complete(self, out: Out, batch: ProducerBatch, error: ErrorCode, base_offset: int) -> None:
@@ -397,7 +393,7 @@ class Sender:
         if metadata_lost:
             self.metadata.lost(out)
         self.metadata.request(out)
-        self._wake_at(out, self.now_ms + backoff)
+        self._wake_at(out, self.time.now_ms + backoff)
 
     def init_producer_id(self, out: Out) -> None:
         """Ask any broker for a producer id (or, KIP-360, to bump the epoch of ours)."""
