@@ -267,7 +267,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "no_delivery_timeout",
         "a batch in flight fails once delivery.timeout.ms has passed since it was created (KIP-91, Sender.getExpiredInflightBatches)",
         "actors/producer/sender.py",
-        "                if not batch.done and batch.expired(self.now_ms, cfg.delivery_timeout_ms):",
+        "                if not batch.done and batch.expired(self.time.now_ms, cfg.delivery_timeout_ms):",
         "                if False:",
         (f"{PRODUCER}::test_a_batch_expires_after_the_delivery_timeout_in_flight_or_queued",),
     ),
