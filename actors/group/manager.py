@@ -104,8 +104,14 @@ class GroupManager:
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.config.offsets_topic_num_partitions)
 
-    def status_error(self, group_id: str) -> ErrorCode:
-        """`validateGroupStatus`: loading, or not this coordinator's group."""
+    def status_error(self, group_id: str, *, offsets_api: bool = False) -> ErrorCode:
+        """`validateGroupStatus`: an invalid group id, loading, or not this coordinator's group.
+
+        `isValidGroupId` is per API: OffsetCommit and OffsetFetch (with DescribeGroups and
+        DeleteGroups) accept the empty group id, which clients committing without group
+        management used before 2.2 (KIP-289); every API of group membership refuses it."""
+        if not group_id and not offsets_api:
+            return ErrorCode.INVALID_GROUP_ID
         partition = self.partition_for(group_id)
         if partition in self.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS

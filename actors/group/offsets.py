@@ -50,7 +50,7 @@ def on_offset_commit(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req:
         for p in t.partitions
     ]
     instance = req.group_instance_id if m.config.profile.static_membership else None
-    error = m.status_error(req.group_id)
+    error = m.status_error(req.group_id, offsets_api=True)
     group = m.classic_group(req.group_id)
     if error is E.NONE:
         if group is None and req.generation_id < 0:
@@ -119,7 +119,7 @@ def _answer(
 def on_offset_fetch(m: GroupManager, out: Out, inbound: Inbound, req: OffsetFetchRequest) -> None:
     """`handleFetchOffsets`/`getOffsets`: the applied offsets of the partitions asked for (all
     of the group's when none are named), -1 where there is none."""
-    error = m.status_error(req.group_id)
+    error = m.status_error(req.group_id, offsets_api=True)
     if error is not E.NONE:
         out.reply(inbound, OffsetFetchResponse(error))
         return

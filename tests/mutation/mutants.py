@@ -372,4 +372,15 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/scenarios/test_controlled_shutdown.py::test_a_controlled_shutdown_moves_the_leaderships_before_the_broker_exits",
         ),
     ),
+    Mutant(
+        "empty_group_id_joins",
+        "the empty group id is INVALID_GROUP_ID on every API of group membership (GroupCoordinator.isValidGroupId)",
+        "actors/group/manager.py",
+        "        if not group_id and not offsets_api:\n",
+        "        if False:\n",
+        (
+            "tests/unit/group/test_group_coordinator_units.py::test_the_empty_group_id_is_invalid_for_every_membership_api",
+            "tests/scenarios/test_consumer_groups.py::test_a_consumer_with_the_empty_group_id_is_refused_its_join_and_stops",
+        ),
+    ),
 )

@@ -1092,3 +1092,23 @@ def test_a_poll_timeout_that_passed_while_the_coordinator_was_unknown_counts_onc
     [expired] = where(events, "poll_timeout_expired", node="consumer-1")
     assert lost["ts_ms"] < 70_000 < 80_000 < found[0]["ts_ms"] == expired["ts_ms"]
     assert expired["static"] is False
+
+
+EMPTY_GROUP_ID = """
+[[consumers]]
+"group.id" = ""
+topics = ["T"]
+"""
+
+
+def test_a_consumer_with_the_empty_group_id_is_refused_its_join_and_stops() -> None:
+    """The coordinator answers a JoinGroup for group "" INVALID_GROUP_ID (`isValidGroupId`),
+    which the consumer throws from `poll()` (`InvalidGroupIdException`): it stops, having
+    joined nothing and processed nothing."""
+    events, checks = run(scenario(EMPTY_GROUP_ID, duration=10_000, records=100))
+    [refused] = where(events, "join_group_failed", node="consumer-1")
+    assert (refused["ts_ms"], refused["group_id"], refused["error"]) == (84, "", "INVALID_GROUP_ID")
+    [failed] = where(events, "consumer_failed", node="consumer-1")
+    assert (failed["ts_ms"], failed["error"]) == (84, "JoinGroup: INVALID_GROUP_ID")
+    assert where(events, "group_state_changed") == []
+    assert (checks["consumed"], checks["rebalances"]) == (0, 0)

@@ -10,6 +10,7 @@ from protocols.group import (
     Assignment,
     CoordinatorResigned,
     HeartbeatRequest,
+    JoinGroupRequest,
     HeartbeatResponse,
     JoinGroupResponse,
     LeaveGroupRequest,
@@ -25,7 +26,7 @@ from protocols.group import (
     SyncGroupResponse,
     TopicPartitions,
 )
-from tests.unit.group.group_harness import BROKER, GROUP, Harness, client
+from tests.unit.group.group_harness import BROKER, GROUP, RANGE, Harness, client
 
 E = ErrorCode
 FETCH = OffsetFetchRequest(GROUP, (TopicPartitions("T", (0, 1)),))
@@ -321,6 +322,37 @@ def test_a_commit_in_stable_counts_as_a_heartbeat() -> None:
 
 
 # ----------------------------------------------------------------------------- offsets
+
+
+def test_the_empty_group_id_is_invalid_for_every_membership_api() -> None:
+    """`isValidGroupId`: JoinGroup, SyncGroup, Heartbeat and LeaveGroup with group id "" are
+    INVALID_GROUP_ID, checked before the coordinator's ownership, and create no group."""
+    h = Harness()
+    h.elect()
+    h.send(JoinGroupRequest("", 10000, 60000, "", protocols=RANGE), client(1))
+    h.send(SyncGroupRequest("", 1, "m"), client(2))
+    h.send(HeartbeatRequest("", 1, "m"), client(3))
+    h.send(LeaveGroupRequest("", (MemberIdentity("m"),)), client(4))
+    assert h.last(client(1), JoinGroupResponse).error_code is E.INVALID_GROUP_ID
+    assert h.last(client(2), SyncGroupResponse).error_code is E.INVALID_GROUP_ID
+    assert h.last(client(3), HeartbeatResponse).error_code is E.INVALID_GROUP_ID
+    assert h.last(client(4), LeaveGroupResponse).error_code is E.INVALID_GROUP_ID
+    assert h.named("group_state_changed") == []
+
+
+def test_offsets_of_the_empty_group_id_are_committed_and_fetched() -> None:
+    """`isValidGroupId` accepts "" on OffsetCommit and OffsetFetch, for compatibility
+    (GroupCoordinatorTest.testCommitAndFetchOffsetsWithEmptyGroup): a commit with generation -1
+    creates the Empty group "" and its offset is fetched back."""
+    h = Harness()
+    h.elect()
+    topic = OffsetCommitTopic("T", (OffsetCommitPartition(0, 7),))
+    h.send(OffsetCommitRequest("", -1, "", topics=(topic,)))
+    h.send(OffsetFetchRequest("", (TopicPartitions("T", (0,)),)), client(2))
+    assert h.last(client(1), OffsetCommitResponse).partitions[0].error_code is E.NONE
+    assert h.last(client(2), OffsetFetchResponse).error_code is E.NONE
+    assert _committed(h, 2) == [7]
+    assert [e["group_id"] for e in h.named("group_state_changed")] == [""]
 
 
 def test_a_commit_that_times_out_is_dropped_and_answered_request_timed_out() -> None:
