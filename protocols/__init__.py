@@ -1,6 +1,15 @@
 """Message schemas, the msgpack codec and Kafka's error codes."""
 
-from protocols import application, connection, group, metadata, producer, replication, workload, zookeeper  # noqa: F401 - register their messages
+from protocols import (  # noqa: F401 - register their messages
+    application,
+    connection,
+    group,
+    metadata,
+    producer,
+    replication,
+    workload,
+    zookeeper,
+)
 from protocols.codec import Frame, FrameError, decode_frame, encode_frame
 from protocols.errors import ErrorCode
 from protocols.registry import Kind, message_type, registered

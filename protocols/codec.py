@@ -16,16 +16,16 @@ must be strings, which is why partition maps travel as arrays of structures.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from collections.abc import Callable
-from typing import Any
-
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import msgpack
 
 from protocols.frozen import fast_init
-from protocols.registry import FrameError, Kind, lookup, message_type
+from protocols.registry import Kind, lookup, message_type
+from protocols.schema import FrameError
 
 __all__ = ["Frame", "FrameError", "decode_frame", "encode_frame"]
 

@@ -25,7 +25,6 @@ from protocols.frozen import fast_init
 from protocols.schema import FrameError, Schema, compile_schema
 
 __all__ = [
-    "FrameError",
     "Kind",
     "MessageType",
     "field",

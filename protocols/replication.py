@@ -24,7 +24,6 @@ from protocols.errors import ErrorCode
 from protocols.keys import ApiKey
 from protocols.registry import Kind, field, message, struct
 
-
 RECORD_BATCH_OVERHEAD = 61
 """Bytes of a batch's header (`DefaultRecordBatch.RECORD_BATCH_OVERHEAD`)."""
 RECORD_OVERHEAD = 8

@@ -46,7 +46,7 @@ from protocols.replication import (
 )
 from protocols.types import TopicPartition
 
-__all__ = ["ControllerSettings", "KafkaController"]
+__all__ = ["KafkaController"]
 
 
 class KafkaController:
