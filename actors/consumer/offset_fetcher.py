@@ -38,6 +38,13 @@ from protocols.types import TopicPartition
 
 __all__ = ["OffsetFetcher"]
 
+_RESET_REASONS = {
+    "NoOffsetForPartitionException": "no_committed_offset",
+    "OffsetOutOfRangeException": "out_of_range",
+    "LogTruncationException": "truncation",
+}
+"""Why `auto.offset.reset` ran, by the exception the application gets under `none`."""
+
 
 class OffsetFetcher:
     def __init__(
@@ -61,8 +68,12 @@ class OffsetFetcher:
         self.list_offsets_in_flight: set[int] = set()
         self.validating: set[TopicPartition] = set()
         """Partitions whose OffsetsForLeaderEpoch is in flight."""
+        self.reset_reasons: dict[TopicPartition, str] = {}
+        """Why each partition awaiting `auto.offset.reset` needs it, for the log."""
 
-    def set_position(self, out: Out, tp: TopicPartition, offset: int, epoch: int, source: str) -> None:
+    def set_position(self, out: Out, tp: TopicPartition, offset: int, epoch: int, source: str, reason: str | None = None) -> None:
+        """`reason` says why a position not from a committed offset was needed; it defaults to
+        `source` (`committed`, `truncation`)."""
         self.subscriptions.seek(tp, offset, epoch)
         out.emit(
             "fetch_position_set",
@@ -73,6 +84,7 @@ class OffsetFetcher:
             partition=tp.partition,
             offset=offset,
             source=source,
+            reason=reason or source,
         )
 
     # ------------------------------------------------------------------ auto.offset.reset
@@ -90,6 +102,9 @@ class OffsetFetcher:
             self.app.fail(out, f"{error}: {', '.join(str(tp) for tp in partitions)}")
             return
         timestamp = EARLIEST_TIMESTAMP if policy == "earliest" else LATEST_TIMESTAMP
+        reason = _RESET_REASONS[error]
+        for tp in partitions:
+            self.reset_reasons[tp] = reason
         by_leader: dict[int, list[ListOffsetsPartition]] = {}
         for tp in partitions:
             leader, epoch = self.subscriptions.leaders.get(tp, (-1, -1))
@@ -106,7 +121,8 @@ class OffsetFetcher:
             tp = TopicPartition(p.topic, p.partition)
             state = self.subscriptions.assigned.get(tp)
             if state is not None and state.position is None and p.error_code is ErrorCode.NONE:
-                self.set_position(out, tp, p.offset, p.leader_epoch, self.config.auto_offset_reset)
+                reason = self.reset_reasons.pop(tp, "no_committed_offset")
+                self.set_position(out, tp, p.offset, p.leader_epoch, self.config.auto_offset_reset, reason)
             elif p.error_code in METADATA_ERRORS:
                 self.metadata.request_update(out)
             elif p.error_code is ErrorCode.OFFSET_NOT_AVAILABLE and state is not None:
@@ -158,7 +174,7 @@ class OffsetFetcher:
                     continue
                 if undefined:
                     state.position, state.awaiting_validation = None, False  # no epoch to go by: reset
-                    self.reset_positions(out, [tp])
+                    self.reset_positions(out, [tp], "LogTruncationException")
                 else:
                     self.set_position(out, tp, r.end_offset, r.leader_epoch, "truncation")
             else:
