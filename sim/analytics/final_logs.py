@@ -37,6 +37,7 @@ Kafka does not flush on acknowledge, and the log says what survived only at the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -44,8 +45,9 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.types import ArrayType, StringType
 
 from sim.analytics.events import NEVER
+from sim.analytics.skips import group_skips, processed_ranges, skip_figures
 
-__all__ = ["final_log_figures", "lost_and_duplicated"]
+__all__ = ["FinalLogs", "final_log_figures", "lost_and_duplicated"]
 
 REPLICA = ["run", "node", "topic", "partition"]
 PARTITION = ["run", "topic", "partition"]
@@ -316,6 +318,9 @@ def _pieces(appended: DataFrame, sources: DataFrame) -> DataFrame:
         (F.greatest("s.lo", "a.base_offset") - F.col("a.base_offset")).alias("i0"),
         (F.least("s.hi", F.col("a.base_offset") + F.col("a.count")) - F.col("a.base_offset")).alias("i1"),
         F.lit(None).cast("long").alias("first"),
+        F.col("a.base_offset").alias("base_offset"),
+        F.col("s.written_in.epoch").alias("epoch"),
+        F.lit(None).cast("long").alias("start"),
     )
 
 
@@ -324,9 +329,22 @@ def _count(records: Column) -> Column:
     return F.length(records) - F.length(F.translate(records, ",", "")) + 1
 
 
-def lost_and_duplicated(events: DataFrame) -> DataFrame:
+@dataclass(frozen=True, slots=True)
+class FinalLogs:
+    """The final logs as the group figures read them (`sim.analytics.skips`), each keyed by
+    (run, tp)."""
+
+    acked: DataFrame
+    """Acknowledged records where they were acknowledged: epoch, [lo, hi)."""
+    deleted: DataFrame
+    """Acknowledged records below the log start offset: [lo, hi)."""
+    records: DataFrame
+    """Every record: epoch (null where no append names it), [lo, hi), and the log start."""
+
+
+def lost_and_duplicated(events: DataFrame) -> tuple[DataFrame, FinalLogs]:
     """Per run: lost_acked, log_duplicates and log_unresolved (offsets whose record no event
-    names)."""
+    names); and the final logs."""
     # Every table before the batches' is small: one row per run of LEO growth, replica or range.
     facts = _facts(events).localCheckpoint()
     segments = _segments(facts).localCheckpoint()
@@ -337,7 +355,7 @@ def lost_and_duplicated(events: DataFrame) -> DataFrame:
     appended = _appended(events, segments)
     written = _written(appended).localCheckpoint()
     sources = _sources(_taken(leos, authority, starts).localCheckpoint(), written).localCheckpoint()
-    pieces = _pieces(appended, sources)
+    pieces = _pieces(appended, sources).localCheckpoint()
     # Each acknowledged batch, from its first record at or above its final log's start (the
     # records below it were deleted by retention, not lost).
     acked = (
@@ -350,7 +368,11 @@ def lost_and_duplicated(events: DataFrame) -> DataFrame:
             F.lit(None).cast("long").alias("i0"),
             F.lit(None).cast("long").alias("i1"),
             F.greatest(F.lit(0), F.coalesce("start", F.lit(0)) - F.col("base_offset")).alias("first"),
+            "base_offset",
+            F.lit(None).cast("long").alias("epoch"),
+            "start",
         )
+        .localCheckpoint()
     )
     # One row per batch: its pieces in the final logs and its acknowledgement, side by side.
     batches = (
@@ -400,17 +422,46 @@ def lost_and_duplicated(events: DataFrame) -> DataFrame:
     unwritten = sources.where(F.col("written_in").isNull()).select(
         "run", *[F.lit(None).cast("long").alias(c) for c in ("log_duplicates", "lost_acked")], (F.col("hi") - F.col("lo")).alias("unnamed")
     )
-    return (
+    figures = (
         figures.unionByName(unwritten)
         .groupBy("run")
         .agg(F.sum("log_duplicates").alias("log_duplicates"), F.sum("lost_acked").alias("lost_acked"), F.coalesce(F.sum("unnamed"), F.lit(0)).alias("log_unresolved"))
     )
+    return figures, _final_logs(pieces, acked, sources, starts)
+
+
+def _final_logs(pieces: DataFrame, acked: DataFrame, sources: DataFrame, starts: DataFrame) -> FinalLogs:
+    tp = F.concat_ws("-", F.col("topic"), F.col("partition").cast("string")).alias("tp")
+    p, k = pieces.alias("p"), acked.alias("k")
+    # A batch's piece where its acknowledgement put it: the records from the first kept on.
+    held = p.join(k, [F.col(f"p.{c}") == F.col(f"k.{c}") for c in [*BATCH, "base_offset"]]).select(
+        *[F.col(f"p.{c}") for c in PARTITION],
+        F.col("p.epoch"),
+        (F.col("p.base_offset") + F.greatest("p.i0", "k.first")).alias("lo"),
+        (F.col("p.base_offset") + F.col("p.i1")).alias("hi"),
+    )
+    deleted = acked.select(
+        *PARTITION, F.col("base_offset").alias("lo"), F.least(F.col("base_offset") + F.col("size"), F.coalesce("start", F.lit(0))).alias("hi")
+    )
+    records = sources.join(F.broadcast(starts), PARTITION, "left").select(
+        *PARTITION, F.col("written_in.epoch").alias("epoch"), "lo", "hi", F.coalesce("start", F.lit(0)).alias("start")
+    )
+    return FinalLogs(
+        held.where(F.col("hi") > F.col("lo")).select("run", tp, "epoch", "lo", "hi"),
+        deleted.where(F.col("hi") > F.col("lo")).select("run", tp, "lo", "hi"),
+        records.select("run", tp, "epoch", "lo", "hi", "start"),
+    )
 
 
 def final_log_figures(events: DataFrame, runs: int) -> list[dict[str, Any]]:
-    """`lost_acked`, `log_duplicates` and `log_unresolved` for runs 0 .. runs-1."""
-    out = [{"lost_acked": 0, "log_duplicates": 0, "log_unresolved": 0} for _ in range(runs)]
-    for row in lost_and_duplicated(events).collect():
+    """`lost_acked`, `log_duplicates`, `log_unresolved`, and the group figures that need the
+    final logs (`skipped`, `skipped_by_cause`, `processed_then_lost`), for runs 0 .. runs-1."""
+    figures, logs = lost_and_duplicated(events)
+    out: list[dict[str, Any]] = [{"lost_acked": 0, "log_duplicates": 0, "log_unresolved": 0} for _ in range(runs)]
+    for row in figures.collect():
         for key in out[0]:
             out[row["run"]][key] = row[key] or 0
+    skipped, lost = group_skips(events, processed_ranges(events), logs.acked, logs.deleted, logs.records)
+    for run, more in enumerate(skip_figures(skipped, lost, runs)):
+        out[run].update(more)
     return out

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.cli.errors import RunDirError, usage_error
+from sim.cli.figures import group_figures
 from sim.cli.spark import check_master, on_spark
 
 __all__ = ["analyze", "report"]
@@ -61,9 +62,8 @@ def _analysis_line(run_dir: Path, analysis: dict[str, Any]) -> str:
         parts.append("produce outcomes " + ", ".join(f"{k} {v}" for k, v in outcomes.items()))
         parts.append(f"{len(analysis['isr_changes'])} ISR changes")
         parts.append(f"lost {analysis['lost_acked']}, written twice {analysis['log_duplicates']}")
-    if analysis["consumed"]:
-        causes = ", ".join(f"{cause} {n}" for cause, n in analysis["duplicates_by_cause"].items())
-        parts.append(f"consumed {analysis['consumed']}, duplicates {analysis['duplicates']}{f' ({causes})' if causes else ''}")
+    if analysis["consumed"] or analysis["skipped"]:
+        parts.append(f"consumed {analysis['consumed']}, {group_figures(analysis)}")
     rtt = analysis["ping_rtt_ms"]
     if rtt:
         parts.append(f"ping rtt p50 {rtt['p50']} ms, p99 {rtt['p99']} ms")

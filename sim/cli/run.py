@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, usage_error
+from sim.cli.figures import group_figures
 from sim.cluster.scenario import Scenario
 from sim.engine.kernel import HostKind
 from sim.studies.builtin import load_study
@@ -97,11 +98,9 @@ def _print_summary(summary: dict[str, Any], out_dir: Path, *, as_json: bool) -> 
             f"  produced {summary['produced']}, acknowledged {summary['acked']}, "
             f"lost {summary['lost_acked']}, written twice {summary['log_duplicates']}\n"
         )
-    if summary["consumed"]:
-        causes = ", ".join(f"{cause} {n}" for cause, n in summary["duplicates_by_cause"].items())
+    if summary["consumed"] or summary["skipped"]:
         sys.stdout.write(
-            f"  consumed {summary['consumed']}, duplicates {summary['duplicates']}"
-            f"{f' ({causes})' if causes else ''}, rebalances {summary['rebalances']}\n"
+            f"  consumed {summary['consumed']}, {group_figures(summary)}, rebalances {summary['rebalances']}\n"
         )
     sys.stdout.write(f"  written to {out_dir}\n")
 

@@ -67,6 +67,7 @@ from actors.consumer.config import JoinPrepareCommit
 from actors.profiles import NEWEST, Version
 from sim.cluster.holds import Hold, Member, Range, replace_range, rewound
 from sim.cluster.invariants import Violation
+from sim.cluster.skips import ADMIN, FinalLog, SkipLedger
 
 __all__ = ["GroupAccounting"]
 
@@ -114,7 +115,18 @@ class GroupAccounting:
         self._expired: dict[tuple[str, str], int] = {}
         """The committed offset the retention sweep removed, until the group commits again."""
         self._reset: set[tuple[str, str]] = set()
+        self._rewinds: dict[tuple[str, str], tuple[int, int]] = {}
+        """[new, old) committed offsets an operator's reset moved back, until a member starts
+        from the new one."""
         self._generation_members: dict[tuple[str, int], set[str]] = {}
+        self.skips = SkipLedger()
+        """What moved each group past offsets, and what it processed: the skipped records."""
+        self._member_nodes: dict[tuple[str, str], str] = {}
+        """The consumer node of each (group, member id) assigned partitions."""
+        self._admin_resets: dict[str, list[list[Any]]] = {}
+        """Per group, the offsets an operator's reset is committing now."""
+        self._admin_deleted: set[tuple[str, str]] = set()
+        """Committed offsets an operator deleted, until the group commits again."""
         self._spans: list[dict[str, Any]] = []
         self._open_span: dict[tuple[str, str, str, str], dict[str, Any]] = {}
         """The last span per (group, consumer, partition, label): a contiguous duplicate extends it."""
@@ -128,6 +140,11 @@ class GroupAccounting:
             "rebalances": self.rebalances,
             "consumer_failures": list(self.consumer_failures),
         }
+
+    def skipped(self, final: dict[str, FinalLog]) -> dict[str, Any]:
+        """The skipped records and those processed then lost, against the final logs
+        (`sim.cluster.skips`)."""
+        return self.skips.figures(final)
 
     def _span(self, e: Mapping[str, Any], group: str, tp: str, start: int, end: int, label: str) -> None:
         key = (group, e["node"], tp, label)
@@ -166,6 +183,7 @@ class GroupAccounting:
             return []
         for tp in e["partitions"]:
             member.holds[tp] = Hold(e["node"], e["member_id"])
+        self._member_nodes[(e["group_id"], e["member_id"])] = e["node"]
         owners = self._owners.setdefault((e["group_id"], e["generation_id"]), {})
         found = []
         for tp in e["assignment"]:
@@ -277,10 +295,12 @@ class GroupAccounting:
                     f"validated while {state}",
                 )
             )
+        admin = self._admin_resets.get(e["group_id"]) == e["offsets"] and not member and generation < 0
         for topic, partition, offset in e["offsets"]:
             key = (e["group_id"], f"{topic}-{partition}")
+            self._pass_by_commit(e, key, offset, admin)
             before = self._committed.get(key, -1)
-            if offset < before and key not in self._reset:
+            if offset < before and key not in self._reset and not admin:
                 found.append(
                     Violation(
                         "monotonic_committed_offset",
@@ -289,23 +309,58 @@ class GroupAccounting:
                         f"{key[0]} committed {key[1]} at {offset} after {before}",
                     )
                 )
+            if admin and offset < before:
+                self._rewinds[key] = (offset, before)
             self._committed[key] = offset
             self._reset.discard(key)
             self._expired.pop(key, None)
+            self._admin_deleted.discard(key)
         return found
+
+    def _frontier(self, key: tuple[str, str]) -> int:
+        """Where the group's committed offset stands for a pass: the last one committed, or
+        the one removed since (expired, deleted), or 0."""
+        return self._committed.get(key, self._expired.get(key, 0))
+
+    def _pass_by_commit(self, e: Mapping[str, Any], key: tuple[str, str], offset: int, admin: bool) -> None:
+        cause, node = ("admin_reset", ADMIN) if admin else ("committed_before_processed", self._member_nodes.get((key[0], e["member_id"]), ""))
+        self.skips.passed(key[0], key[1], self._frontier(key), offset, cause, node, e["ts_ms"])
+
+    def _admin_reset_sent(self, e: Mapping[str, Any]) -> None:
+        self._admin_resets[e["group_id"]] = e["offsets"]
+
+    def _admin_reset_answered(self, e: Mapping[str, Any]) -> None:
+        self._admin_resets.pop(e["group_id"], None)
+
+    def _admin_offsets_deleted(self, e: Mapping[str, Any]) -> None:
+        if e["error"] != "NONE":
+            return
+        for tp in e["partitions"]:
+            key = (e["group_id"], tp)
+            committed = self._committed.pop(key, None)
+            if committed is not None:
+                self._expired[key] = committed
+                self._admin_deleted.add(key)
 
     def _offsets_expired(self, e: Mapping[str, Any]) -> None:
         for tp in e["partitions"]:
             committed = self._committed.pop((e["group_id"], tp), None)
             if committed is not None:
                 self._expired[(e["group_id"], tp)] = committed
+                self._admin_deleted.discard((e["group_id"], tp))
 
     def _position_set(self, e: Mapping[str, Any]) -> None:
-        if e["source"] == "committed":
-            return
-        self._reset.add((e["group_id"], f"{e['topic']}-{e['partition']}"))
-        member = self._members.get(e["node"])
         tp = f"{e['topic']}-{e['partition']}"
+        key = (e["group_id"], tp)
+        member = self._members.get(e["node"])
+        if e["source"] == "committed":
+            # Offsets an operator moved back are read again because of it.
+            rewind = self._rewinds.pop(key, None)
+            if rewind is not None and member is not None and tp in member.holds and e["offset"] < rewind[1]:
+                member.holds[tp].rewound = (e["offset"], rewind[1], "admin_reset")
+            return
+        self._reset.add(key)
+        self.skips.passed(e["group_id"], tp, self._frontier(key), e["offset"], self._reset_cause(e, key), e["node"], e["ts_ms"])
         if member is not None and tp in member.holds:
             # A reset re-reads under a new hold, so earlier reads by this one count as replaced.
             old = member.holds[tp]
@@ -316,6 +371,16 @@ class GroupAccounting:
                 hold.rewound = (e["offset"], self._committed[key], "log_truncation_or_reset")
             elif key in self._expired and e["offset"] < self._expired[key]:
                 hold.rewound = (e["offset"], self._expired[key], "offsets_expired_reset")
+
+    def _reset_cause(self, e: Mapping[str, Any], key: tuple[str, str]) -> str:
+        """Why a reset position passes the offsets below it (`sim.cluster.skips`)."""
+        if e["reason"] != "no_committed_offset":
+            return "out_of_range_reset"
+        if key in self._admin_deleted:
+            return "admin_reset"
+        if key in self._expired:
+            return "offsets_expired_reset"
+        return "reset_latest_no_commit" if e["source"] == "latest" else "out_of_range_reset"
 
     def _group_state(self, e: Mapping[str, Any]) -> None:
         if e["previous_state"] is None and e["generation_id"] == 0:
@@ -381,6 +446,7 @@ class GroupAccounting:
                     self.by_cause[why] = self.by_cause.get(why, 0) + hi - lo
                     self._span(e, member.group, tp, lo, hi, why)
         self._processed[(member.group, tp)] = replace_range(ranges, (start, end, epoch, hold))
+        self.skips.processed(member.group, tp, start, end, epoch)
         return found
 
 
@@ -402,4 +468,7 @@ _HANDLERS: dict[str, Any] = {
     "replica_offsets_changed": GroupAccounting._offsets,
     "records_processed": GroupAccounting._processed_event,
     "consumer_failed": GroupAccounting._failed,
+    "admin_offsets_reset_sent": GroupAccounting._admin_reset_sent,
+    "admin_offsets_reset": GroupAccounting._admin_reset_answered,
+    "group_offsets_deleted": GroupAccounting._admin_offsets_deleted,
 }

@@ -34,6 +34,7 @@ from sim.cluster.faults import (
 from sim.cluster.invariants import Invariants
 from sim.cluster.log_checks import ValueIndex, at_offsets, diverged_replicas, runs_of, written_twice
 from sim.cluster.scenario import Scenario
+from sim.cluster.skips import final_log, spans_of, subtract
 from sim.cluster.wiring import consumer_configs, node_specs
 from sim.engine.disk import CrashKind, Disk
 from sim.engine.eventlog import EventLog
@@ -264,12 +265,17 @@ class Cluster:
             logs = {b: (r["log"], r["high_watermark"]) for b, r in replicas[tp].items()}
             diverged += [{"partition": tp, **d} for d in diverged_replicas(logs)]
         reused, moved = 0, []
+        acked: dict[str, list[tuple[int, int]]] = {}
+        """Per partition, the offsets whose acknowledged record is still there (or was deleted
+        by retention)."""
         for k, (p, spec) in enumerate(zip(producers, self.scenario.producers, strict=True)):
             for partition, offset, first, count in p["acked_runs"].runs():
                 tp = f"{spec['topic']}-{partition}"
                 values = ValueRun(f"producer-{k + 1}:", first, count)
                 other, absent = at_offsets(final.get(tp, ()), offset, values)
                 reused += other
+                acked.setdefault(tp, []).extend(subtract([(offset, offset + count)], spans_of(offset, absent)))
+                acked[tp].append((offset, min(offset + count, starts.get(tp, 0))))
                 # Offsets below the log start were deleted by retention: their records are not lost.
                 absent = [i for i in absent if offset + i >= starts.get(tp, 0)]
                 if absent:
@@ -293,6 +299,7 @@ class Cluster:
             "lost_records": lost_records,
             "duplicated_records": duplicated,
             **self.groups.summary(),
+            **self.groups.skipped({tp: final_log(starts[tp], final[tp], acked.get(tp, [])) for tp in final}),
         }
 
     def _replica_logs(self) -> dict[str, dict[int, dict[str, Any]]]:

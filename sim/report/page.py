@@ -96,6 +96,21 @@ def _spark_sections(analysis: dict[str, Any] | None) -> str:
 {_table(analysis.get("dropped_by_reason", {}))}"""
 
 
+def _skip_rows(summary: dict[str, Any]) -> list[list[Any]]:
+    """One row per skip span: who moved the group past which offsets, when, and why."""
+    return [
+        [
+            s["group_id"],
+            s["consumer"],
+            s["partition"],
+            f"{s['first_offset']}-{s['end_offset'] - 1}",
+            str(s["from_ms"]) if s["from_ms"] == s["to_ms"] else f"{s['from_ms']}-{s['to_ms']}",
+            s["cause"],
+        ]
+        for s in summary["skip_spans"]
+    ]
+
+
 def write_report(run_dir: Path, summary: dict[str, Any], analysis: dict[str, Any] | None = None) -> Path:
     """Write `run_dir/report.html` from the summary, one pass over `run_dir/events.jsonl` and,
     if given, the analysis (analysis.json); return its path."""
@@ -106,7 +121,7 @@ def write_report(run_dir: Path, summary: dict[str, Any], analysis: dict[str, Any
     replicas = plot_replicas(facts)
     headline = {
         key: summary[key]
-        for key in ("acked", "lost_acked", "log_duplicates", "consumed", "duplicates", "rebalances")
+        for key in ("acked", "lost_acked", "log_duplicates", "consumed", "duplicates", "skipped", "processed_then_lost", "rebalances")
         if key in summary
     }
     controllers = [[c["ts_ms"], c["event"], f"broker-{c['broker_id']}", c["epoch"]] for c in facts.controllers]
@@ -122,6 +137,9 @@ seed {summary['seed']}: rerun with <code>kafkasim run {html.escape(str(run_dir))
 {_table(headline)}
 <h2>Duplicates by cause</h2>
 {_table(summary.get("duplicates_by_cause", {}))}
+<h2>Skipped by cause</h2>
+{_table(summary.get("skipped_by_cause", {}))}
+{"<h2>Skipped records</h2>" + _rows_table(["group", "consumer", "partition", "offsets", "ms", "cause"], _skip_rows(summary), "skip-spans") if summary.get("skip_spans") else ""}
 {"<h2>Replicas over time</h2>" + _image(replicas, "LEO and HW per replica over time", "replicas") if replicas else ""}
 <h2>Leader and ISR changes</h2>
 {_rows_table(["ms", "partition", "change", "leader", "leader epoch", "ISR before", "ISR after", "logged by"], _leader_rows(facts), "isr-changes")}

@@ -105,7 +105,7 @@ def write_sweep_report(out: Path, plan: SweepPlan, configs: list[dict[str, Any]]
         for i, key in enumerate(plan.grid_keys)
     )
     sets = " ".join(f"--set {s}" for s in plan.sets)
-    run_columns = ["run_dir", "seed", "duplicates", "consumed", "rebalances", "acked", "lost_acked", "log_duplicates", "wall_s", "failure"]
+    run_columns = ["run_dir", "seed", "duplicates", "skipped", "consumed", "rebalances", "acked", "lost_acked", "log_duplicates", "wall_s", "failure"]
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>kafkasim sweep of {html.escape(plan.source)}</title><style>{_STYLE}</style></head>
 <body>

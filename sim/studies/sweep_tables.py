@@ -18,9 +18,9 @@ from typing import Any
 from sim.studies.stats import t_quantile
 from sim.studies.sweep_plan import SweepPlan
 
-__all__ = ["DUPLICATE_CAUSES", "FIGURES", "build_tables", "write_table"]
+__all__ = ["DUPLICATE_CAUSES", "FIGURES", "SKIP_CAUSES", "build_tables", "write_table"]
 
-FIGURES = ("duplicates", "consumed", "rebalances", "acked", "lost_acked", "log_duplicates", "wall_s")
+FIGURES = ("duplicates", "skipped", "consumed", "rebalances", "acked", "lost_acked", "log_duplicates", "processed_then_lost", "wall_s")
 """The figures the per-configuration table summarises."""
 
 DUPLICATE_CAUSES = (
@@ -38,7 +38,19 @@ DUPLICATE_CAUSES = (
 """sim.cluster.accounting' labels, so every sweep has the same columns; a label a run shows that is not
 listed here (`unexplained`, or one added later) gets its column too."""
 
-_COUNTS = ("produced", "acked", "lost_acked", "reused_offsets", "log_duplicates", "consumed", "duplicates", "rebalances")
+SKIP_CAUSES = (
+    "reset_latest_no_commit",
+    "offsets_expired_reset",
+    "out_of_range_reset",
+    "committed_before_processed",
+    "admin_reset",
+)
+"""sim.cluster.skips' causes, listed for the same reason."""
+
+_COUNTS = (
+    "produced", "acked", "lost_acked", "reused_offsets", "log_duplicates", "consumed", "duplicates", "skipped",
+    "processed_then_lost", "rebalances",
+)
 
 
 def _summary_schema() -> Any:
@@ -55,6 +67,7 @@ def _summary_schema() -> Any:
             T.StructField("wall_s", T.DoubleType()),
             *longs(*_COUNTS),
             T.StructField("duplicates_by_cause", T.MapType(T.StringType(), T.LongType())),
+            T.StructField("skipped_by_cause", T.MapType(T.StringType(), T.LongType())),
             # Only counted: an element that is an object is read as its JSON text.
             T.StructField("consumer_failures", T.ArrayType(T.StringType())),
             T.StructField("invariant_violations", T.ArrayType(T.StringType())),
@@ -116,8 +129,8 @@ def build_tables(spark: Any, plan: SweepPlan, out: Path) -> tuple[Any, Any]:
         else spark.createDataFrame([], _summary_schema()).withColumn("run", F.lit("")).drop("seed")
     )
     joined = planned.join(summaries, "run", "left")
-    seen = [r[0] for r in joined.select(F.explode("duplicates_by_cause")).select("key").distinct().collect()]
-    causes = [*DUPLICATE_CAUSES, *sorted(set(seen) - set(DUPLICATE_CAUSES))]
+    causes = _causes(joined, "duplicates_by_cause", DUPLICATE_CAUSES)
+    skip_causes = _causes(joined, "skipped_by_cause", SKIP_CAUSES)
     grid_cols = [_q(k) for k in plan.grid_keys]
     no_summary = F.col("run_id").isNull()
     runs = joined.select(
@@ -128,6 +141,9 @@ def build_tables(spark: Any, plan: SweepPlan, out: Path) -> tuple[Any, Any]:
         F.concat(F.lit("runs/"), F.col("run")).alias("run_dir"),
         "duplicates",
         *[F.coalesce(F.col("duplicates_by_cause")[c], F.when(~no_summary, F.lit(0))).alias(f"duplicates_{c}") for c in causes],
+        "skipped",
+        *[F.coalesce(F.col("skipped_by_cause")[c], F.when(~no_summary, F.lit(0))).alias(f"skipped_{c}") for c in skip_causes],
+        "processed_then_lost",
         "consumed",
         "rebalances",
         "produced",
@@ -149,6 +165,14 @@ def build_tables(spark: Any, plan: SweepPlan, out: Path) -> tuple[Any, Any]:
     ).withColumn("consumer_failures", F.when(no_summary, None).otherwise(F.col("consumer_failures")))
     runs = runs.repartition(1).sortWithinPartitions("config_id", "seed")
     return runs, _configs(spark, plan, runs)
+
+
+def _causes(joined: Any, column: str, known: tuple[str, ...]) -> list[str]:
+    """The causes listed, then any other a run shows."""
+    from pyspark.sql import functions as F  # noqa: PLC0415, N812
+
+    seen = [r[0] for r in joined.select(F.explode(column)).select("key").distinct().collect()]
+    return [*known, *sorted(set(seen) - set(known))]
 
 
 def _configs(spark: Any, plan: SweepPlan, runs: Any) -> Any:

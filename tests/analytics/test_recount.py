@@ -5,7 +5,9 @@ group under client and broker faults, an idempotent producer) and three runs of 
 swarm in an unsafe configuration (acks=1, unclean election, power losses, no idempotence),
 two of which lose acknowledged records; a group whose offsets expired, a static member fenced
 by a second process with its instance id, 3.2.1's pre-rebalance commit (KAFKA-14196), and a
-reset below the group's commit after an unclean election. All are analysed by one Spark job.
+reset below the group's commit after an unclean election; and runs built to skip: a group
+starting late on `latest`, two groups reading one topic, retention deleting records ahead of a
+slow group. All are analysed by one Spark job.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from sim.cluster.scenario import parse_scenario
 from sim.engine.kernel import HostKind
 from sim.studies.runner import run_scenario
 from tests.properties import group_swarm, swarm
+from tests.scenarios import test_retention
 from tests.scenarios.test_consumer_groups import (
+    BASE,
     EXPIRED_CRASH,
     EXPIRY,
     FENCED,
@@ -76,6 +80,45 @@ node = "broker-1"
 the same epoch, writing the offsets of the records it lost a second time."""
 
 
+LATE_LATEST = BASE.format(seed=1, duration=30_000, records=2000, version="3.9") + """
+[[consumers]]
+"group.id" = "late"
+topics = ["T"]
+count = 2
+"auto.offset.reset" = "latest"
+"start.ms" = 5000
+"""
+"""A group that starts 5 s after the producer, with no committed offset and `latest`: it
+skips what was written before it (`reset_latest_no_commit`)."""
+TWO_GROUPS = BASE.format(seed=2, duration=30_000, records=2000, version="3.9") + """
+[[consumers]]
+"group.id" = "a"
+topics = ["T"]
+count = 2
+"auto.offset.reset" = "earliest"
+[[consumers]]
+"group.id" = "b"
+topics = ["T"]
+"auto.offset.reset" = "latest"
+"start.ms" = 3000
+[[faults]]
+kind = "crash"
+node = "consumer-1"
+"at.ms" = 9000
+"""
+"""Two groups read one topic: one from the start, with a crash, one from the log end 3 s in
+(skipped): neither's records are the other's duplicates or skips."""
+RETENTION_AHEAD = test_retention.SCENARIO + test_retention.CONSUMER
+RETENTION_AHEAD_SETTINGS = (
+    "topics.1.retention.bytes=2000",
+    "broker.group.initial.rebalance.delay.ms=0",
+    "broker.offsets.topic.num.partitions=1",
+    "cluster.metadata.mode=zookeeper",
+    "producers.1.start.ms=500",
+)
+"""Retention deletes records ahead of a slow consumer, which is reset out of range."""
+
+
 def _unsafe(seed: int, out: Path, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
     text = swarm.BASE.format(acks="1", unclean="true", idempotence="false", retries="")
     text += swarm.fault_plan(random.Random(seed), ("process", "power_loss"))
@@ -104,9 +147,18 @@ def outcomes(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[tuple
         ("3.2.1's awaited pre-rebalance commit", JOINER.format(version="3.2.1")),
         ("a reset below the commit after an unclean election", TRUNCATED.format(version="2.2", reset="earliest")),
     )
+    stories += (
+        ("a late group with latest", LATE_LATEST),
+        ("two groups read one topic", TWO_GROUPS),
+    )
     for name, text in stories:
         out = base / name.replace(" ", "-").replace("'", "")
         runs.append((name, out, run_scenario(parse_scenario(text, name), out, host=HostKind.DIRECT)))
+    for policy in ("earliest", "latest"):
+        name = f"retention ahead of a slow group, reset to {policy}"
+        settings = [*RETENTION_AHEAD_SETTINGS, f"consumers.1.auto.offset.reset={policy}"]
+        out = base / name.replace(" ", "-").replace(",", "")
+        runs.append((name, out, run_scenario(parse_scenario(RETENTION_AHEAD, name, settings), out, host=HostKind.DIRECT)))
     analyses = analyze_runs(spark, [d for _, d, _ in runs])
     return [(name, summary, analysis) for (name, _, summary), analysis in zip(runs, analyses, strict=True)]
 
@@ -120,6 +172,29 @@ def test_consumed_and_duplicates_by_cause_equal_the_summary(outcomes: list[tuple
     for _, summary, _ in outcomes:
         causes.update(summary["duplicates_by_cause"])
     assert len(causes) >= 4 and sum(causes.values()) > 1000, causes  # noqa: PLR2004 - not a comparison of zeros
+
+
+def test_skipped_by_cause_and_processed_then_lost_equal_the_summary(
+    outcomes: list[tuple[str, dict[str, Any], dict[str, Any]]],
+) -> None:
+    """Spark finds the same skipped records, by cause, and records processed then lost, as the
+    summary: none in the group swarm's safe runs, and in the runs built to skip, exactly the
+    summary's."""
+    for name, summary, analysis in outcomes:
+        want = {k: summary[k] for k in ("skipped", "skipped_by_cause", "processed_then_lost")}
+        assert {k: analysis[k] for k in want} == want, name
+    by_name = {name: summary for name, summary, _ in outcomes}
+    for seed in GROUP_SEEDS:
+        assert by_name[f"group swarm seed {seed}"]["skipped"] == 0, seed
+    assert set(by_name["a late group with latest"]["skipped_by_cause"]) == {"reset_latest_no_commit"}
+    two = by_name["two groups read one topic"]
+    # Both groups read the records group b did not skip: neither's reads count as the other's.
+    assert two["skipped_by_cause"].keys() == {"reset_latest_no_commit"} and two["consumed"] > two["acked"]
+    assert by_name["retention ahead of a slow group, reset to earliest"]["skipped_by_cause"].keys() == {"out_of_range_reset"}
+    assert by_name["retention ahead of a slow group, reset to latest"]["skipped_by_cause"].keys() == {
+        "out_of_range_reset",
+        "reset_latest_no_commit",
+    }
 
 
 def test_lost_and_written_twice_equal_the_summary(outcomes: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:

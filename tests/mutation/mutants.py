@@ -383,4 +383,25 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/scenarios/test_consumer_groups.py::test_a_consumer_with_the_empty_group_id_is_refused_its_join_and_stops",
         ),
     ),
+    Mutant(
+        "skip_counts_processed_records",
+        "a record the group processed is not skipped, whatever passed it (sim/cluster/skips.py)",
+        "sim/cluster/skips.py",
+        "        unread = subtract([(a, b)], processed.get(epoch, []))\n",
+        "        unread = [(a, b)]\n",
+        (
+            "tests/scenarios/test_consumer_groups.py::test_a_group_starting_late_on_latest_skips_what_was_written_before_its_positions",
+            "tests/unit/test_skips.py",
+        ),
+    ),
+    Mutant(
+        "skip_after_expiry_not_named",
+        "a reset after the group's offsets expired skips as offsets_expired_reset (KIP-211)",
+        "sim/cluster/accounting.py",
+        "        if key in self._expired:\n            return \"offsets_expired_reset\"\n",
+        "        if False:\n            return \"offsets_expired_reset\"\n",
+        (
+            "tests/scenarios/test_consumer_groups.py::test_a_group_created_again_with_latest_skips_what_nobody_read_past_the_expired_commit",
+        ),
+    ),
 )

@@ -775,6 +775,40 @@ def test_a_group_whose_offsets_expired_is_created_again_and_replays_from_the_log
         assert checks["duplicates_by_cause"] == {"offsets_expired_reset": c, "crash_before_commit": h - c}
 
 
+def test_a_group_created_again_with_latest_skips_what_nobody_read_past_the_expired_commit() -> None:
+    """The crash story, with the member that creates the group again at 85 s on `latest`: it
+    starts at the log end (1000). consumer-1 had processed up to `h` past its last commit `c`
+    before it crashed; the records from `h` to the end nobody in the group ever processes. The
+    expired commit was the group's last position, so they are skipped because of the expiry."""
+    text = EXPIRY.format(**EXPIRED_CRASH).replace(
+        '"auto.offset.reset" = "earliest"\n"start.ms" = 85000', '"auto.offset.reset" = "latest"\n"start.ms" = 85000'
+    )
+    events, checks = run(parse_scenario(text, "expiry.toml"))
+    [again] = where(events, "fetch_position_set", node="consumer-2")
+    assert (again["offset"], again["source"], again["reason"]) == (1000, "latest", "no_committed_offset")
+    h = max(e["end_offset"] for e in where(events, "records_processed", node="consumer-1"))
+    assert checks["consumed"] == h
+    assert checks["skipped"] == 1000 - h > 0
+    assert checks["skipped_by_cause"] == {"offsets_expired_reset": 1000 - h}
+    [span] = checks["skip_spans"]
+    assert (span["consumer"], span["first_offset"], span["end_offset"], span["from_ms"]) == ("consumer-2", h, 1000, again["ts_ms"])
+    assert checks["duplicates"] == 0
+
+
+def test_a_group_starting_late_on_latest_skips_what_was_written_before_its_positions() -> None:
+    """Two members start 5 s after the producer, with no committed offsets and `latest`: each
+    partition starts at its log end then, and everything below it is skipped, nothing else."""
+    late = '\n[[consumers]]\n"group.id" = "g"\ntopics = ["T"]\ncount = 2\n"auto.offset.reset" = "latest"\n"start.ms" = 5000\n'
+    events, checks = run(scenario(late, records=2000, duration=40_000))
+    starts = {f"{e['topic']}-{e['partition']}": (e["offset"], e["node"], e["ts_ms"]) for e in where(events, "fetch_position_set")}
+    assert len(starts) == 4 and all(e["reason"] == "no_committed_offset" for e in where(events, "fetch_position_set"))
+    skipped = sum(offset for offset, _, _ in starts.values())
+    assert checks["skipped_by_cause"] == {"reset_latest_no_commit": skipped}
+    assert checks["consumed"] + skipped == checks["acked"] == 2000
+    spans = {s["partition"]: (s["end_offset"], s["consumer"], s["from_ms"]) for s in checks["skip_spans"] if s["first_offset"] == 0}
+    assert spans == starts
+
+
 FENCED = """
 [run]
 name = "fenced"

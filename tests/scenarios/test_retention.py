@@ -174,8 +174,21 @@ def test_a_consumer_below_the_log_start_is_reset_by_its_policy(policy: str, rese
         after = [e for e in processed if e["ts_ms"] > reset["ts_ms"]]
         assert before[-1]["end_offset"] < 85 < before[-1]["end_offset"] + 60
         assert [(e["first_offset"], e["end_offset"]) for e in after] == [(o, o + 1) for o in range(reset_to, 100)]
-        assert cluster.final_checks()["duplicates"] == 0
+        checks = cluster.final_checks()
+        assert checks["duplicates"] == 0
         assert not cluster.invariants.violations
+        # The group skipped what it had not read when retention deleted it, and, with latest,
+        # what lay between the log start and the HW: the reset moved it past them. With latest
+        # it had also skipped, at its first position, the records written before it (none
+        # committed: `reset_latest_no_commit`).
+        unread, first = before[-1]["end_offset"], positions[0][1]
+        assert checks["skipped"] == first + reset_to - unread
+        assert checks["skipped_by_cause"] == {"out_of_range_reset": reset_to - unread} | (
+            {"reset_latest_no_commit": first} if first else {}
+        )
+        spans = [(s["partition"], s["first_offset"], s["end_offset"], s["from_ms"], s["cause"]) for s in checks["skip_spans"]]
+        assert spans[-1] == ("T-0", unread, reset_to, reset["ts_ms"], "out_of_range_reset")
+        assert checks["processed_then_lost"] == 0
 
 
 def test_a_follower_behind_the_leaders_log_start_truncates_fully_and_starts_there() -> None:

@@ -94,7 +94,7 @@ class Story:
         topic, partition = tp.rsplit("-", 1)
         return self._add(
             node, "fetch_position_set", group_id=G, member_id=member, generation_id=1, topic=topic,
-            partition=int(partition), offset=offset, source="earliest",
+            partition=int(partition), offset=offset, source="earliest", reason="out_of_range",
         )
 
 
