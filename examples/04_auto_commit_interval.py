@@ -69,6 +69,7 @@ def main() -> None:
     crashes = "".join(f"{t / 1000:>12.1f}s" for t in CRASHES_MS)
     print(f"{'interval ms':>11}{crashes}{'mean':>8}{'50/s x I/2':>12}")
     causes: set[str] = set()
+    skipped = 0
     for interval in INTERVALS_MS:
         cells, counts = [], []
         for crash in CRASHES_MS:
@@ -85,10 +86,12 @@ def main() -> None:
             cells.append(f"{summary['duplicates']:>6} ({since})")
             counts.append(summary["duplicates"])
             causes.update(summary["duplicates_by_cause"])
+            skipped += summary["skipped"]
         mean = sum(counts) / len(counts)
         expected = RATE_PER_S * interval / 2000
         print(f"{interval:>11}" + "".join(f"{c:>13}" for c in cells) + f"{mean:>8.1f}{expected:>12.0f}")
     print(f"causes: {', '.join(sorted(causes)) or '-'}")
+    print(f"skipped: {skipped} over every run")
 
 
 if __name__ == "__main__":

@@ -84,9 +84,10 @@ def main() -> None:
                 f"{h.partition} {h.assigned_ms - AT_MS} ms",
                 f"{h.owner} at {h.start_offset}",
                 causes_text(summary["duplicates_by_cause"]),
+                causes_text(summary["skipped_by_cause"]),
                 summary["rebalances"],
             ))
-    header = ("call", "removed from the group", "without owner", "next owner starts", "duplicates", "rebalances")
+    header = ("call", "removed from the group", "without owner", "next owner starts", "duplicates", "skipped", "rebalances")
     print(table([header, *rows]))
 
 

@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="keep each run's directory under DIR")
     args = parser.parse_args()
     print(f"seed {args.seed}: {NODE} in trouble from {AT_MS} ms")
-    header = ("case", "poll timeout", "removed from the group", "its commits failed", "rebalances", "duplicates")
+    header = ("case", "poll timeout", "removed from the group", "its commits failed", "rebalances", "duplicates", "skipped")
     rows: list[tuple[object, ...]] = [header]
     for name, overrides in CASES:
         scenario = load_scenario(HERE / "06_slow_poll_zombie.toml", [f"run.seed={args.seed}", *overrides])
@@ -96,6 +96,7 @@ def main() -> None:
             ", ".join(commit_errors(events, NODE)) or "-",
             summary["rebalances"],
             causes_text(summary["duplicates_by_cause"]),
+            causes_text(summary["skipped_by_cause"]),
         ))
     print(table(rows))
 

@@ -80,14 +80,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="keep each run's directory under DIR")
     args = parser.parse_args()
     print(f"seed {args.seed}: consumer-2 calls close() at 15000 ms, consumer-1 crashes at 25000 ms")
-    header = ("strategy", "enable.auto.commit", "commit", "commits", "rebalances", "duplicates")
+    header = ("strategy", "enable.auto.commit", "commit", "commits", "rebalances", "duplicates", "skipped")
     rows: list[tuple[object, ...]] = [header]
     for name, auto, commit in STRATEGIES:
         overrides = [f"run.seed={args.seed}", f"consumers.1.enable.auto.commit={auto}", f"consumers.1.commit={commit}"]
         scenario = load_scenario(HERE / "07_commit_strategies.toml", overrides)
         summary, events = run_once(scenario, None if args.out is None else args.out / name)
         duplicates = causes_text(summary["duplicates_by_cause"])
-        rows.append((name, auto, commit, commits_sent(events), summary["rebalances"], duplicates))
+        skipped = causes_text(summary["skipped_by_cause"])
+        rows.append((name, auto, commit, commits_sent(events), summary["rebalances"], duplicates, skipped))
     print(table(rows))
 
 

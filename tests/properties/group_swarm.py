@@ -30,7 +30,7 @@ from sim.cluster.scenario import parse_scenario
 from sim.engine.kernel import HostKind
 from sim.studies.runner import run_scenario
 
-__all__ = ["GroupRun", "examples", "plan", "run"]
+__all__ = ["COMMITS", "GroupRun", "commit_of", "examples", "plan", "run"]
 
 BASE = """
 [run]
@@ -99,8 +99,8 @@ or commitSync in `onPartitionsRevoked`."""
 
 
 def examples() -> int:
-    """Seeds: 20 in CI, more locally (`KAFKASIM_SWARM_EXAMPLES=200`)."""
-    return max(20, int(os.environ.get("KAFKASIM_SWARM_EXAMPLES", "20")))
+    """Seeds: 50 in CI, more locally (`KAFKASIM_SWARM_EXAMPLES=200`)."""
+    return max(50, int(os.environ.get("KAFKASIM_SWARM_EXAMPLES", "50")))
 
 
 def _group_config(rng: random.Random) -> str:
@@ -148,6 +148,11 @@ def plan(seed: int) -> str:
     text = BASE + _group_config(rng)
     times = sorted(rng.randint(1500, 9000) for _ in range(rng.randint(3, 6)))
     return text + "".join(_fault(rng, at) for at in times)
+
+
+def commit_of(seed: int) -> tuple[str, bool]:
+    """The seed's (what the application commits, enable.auto.commit), as `plan` draws them."""
+    return random.Random(seed).choice(COMMITS)
 
 
 @dataclass(frozen=True, slots=True)

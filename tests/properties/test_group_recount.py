@@ -3,7 +3,11 @@ summary.json reports, in total and by cause, equal a recount from events.jsonl a
 (tests/properties/group_recount.py), and across the seeds the faults produce duplicates of
 several causes, so the comparison is not one of zeros.
 
-CI runs 20 seeds; `KAFKASIM_SWARM_EXAMPLES=200 .venv/bin/python -m pytest
+It is a safe configuration (3.9, acks=all, replication factor 3, min.insync.replicas 2,
+idempotence, `auto.offset.reset=earliest`, processing on the poll thread), so whatever the
+faults and the commit strategy, the group skips nothing and processes nothing the log loses.
+
+CI runs 50 seeds; `KAFKASIM_SWARM_EXAMPLES=200 .venv/bin/python -m pytest
 tests/properties/test_group_recount.py` runs 200. A failure prints the seed's scenario, which
 `kafkasim run` replays.
 """
@@ -18,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.properties.group_recount import Recount, recount_file
-from tests.properties.group_swarm import examples, plan, run
+from tests.properties.group_swarm import COMMITS, commit_of, examples, plan, run
 
 SEEDS = range(examples())
 
@@ -67,3 +71,14 @@ def test_the_faults_produce_duplicates_of_several_causes(outcome: Callable[[int]
     assert {"crash_before_commit", "expelled_session_timeout", "poll_interval_exceeded"} <= set(causes), causes
     assert len(causes) >= 5, causes  # noqa: PLR2004 - several causes, not one
     assert sum(1 for seed in SEEDS if outcome(seed)[0]["duplicates"]) >= len(SEEDS) // 2, causes
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_safe_group_skips_nothing_and_loses_nothing_it_processed(seed: int, outcome: Callable[[int], Outcome]) -> None:
+    summary, _ = outcome(seed)
+    assert (summary["skipped"], summary["skipped_by_cause"], summary["skip_spans"]) == (0, {}, []), plan(seed)
+    assert summary["processed_then_lost"] == 0, plan(seed)
+
+
+def test_the_seeds_try_every_commit_strategy() -> None:
+    assert {commit_of(seed) for seed in SEEDS} == set(COMMITS)

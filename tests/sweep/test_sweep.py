@@ -172,18 +172,20 @@ def swept(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, P
 
 
 EXPECTED_RUNS = [
-    # config, interval, seed, duplicates, of them crash_before_commit, consumed, rebalances, acked
-    ("c1", 1000, 1, 0, 0, 1000, 3, 1000),
-    ("c1", 1000, 2, 0, 0, 1000, 3, 1000),
-    ("c2", 5000, 1, 0, 0, 1000, 3, 1000),
-    ("c2", 5000, 2, 304, 304, 1304, 3, 1000),
+    # config, interval, seed, duplicates, of them crash_before_commit, skipped, of them
+    # committed_before_processed, consumed, rebalances, acked
+    ("c1", 1000, 1, 0, 0, 0, 0, 1000, 3, 1000),
+    ("c1", 1000, 2, 0, 0, 0, 0, 1000, 3, 1000),
+    ("c2", 5000, 1, 0, 0, 0, 0, 1000, 3, 1000),
+    ("c2", 5000, 2, 304, 304, 0, 0, 1304, 3, 1000),
 ]
 
 
 def _run_figures(row: dict[str, Any]) -> tuple[Any, ...]:
     return (
         row["config_id"], int(row[COMMIT]), int(row["seed"]), int(row["duplicates"]),
-        int(row["duplicates_crash_before_commit"]), int(row["consumed"]), int(row["rebalances"]), int(row["acked"]),
+        int(row["duplicates_crash_before_commit"]), int(row["skipped"]), int(row["skipped_committed_before_processed"]),
+        int(row["consumed"]), int(row["rebalances"]), int(row["acked"]),
     )
 
 
