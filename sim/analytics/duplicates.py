@@ -28,6 +28,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.types import ArrayType, StringType
 
 from sim.analytics.events import NEVER
+from sim.analytics.rewinds import rewinds
 
 __all__ = ["duplicates_by_run", "group_duplicates"]
 
@@ -265,43 +266,6 @@ def _hold_labels(t: DataFrame, events: DataFrame, consumers: DataFrame) -> DataF
     return first.select(*key, F.col("first.at").alias("label_at"), F.col("first.label").alias("label"))
 
 
-def _rewound(events: DataFrame, consumers: DataFrame) -> DataFrame:
-    """Holds that began at a reset to `s` below the group's committed offset `c`: (run,
-    group, node, tp, hold: the reset's line, lo: s, hi: c, why). `c` is the group's last
-    commit of the partition before the reset (`log_truncation_or_reset`), or the one the
-    retention sweep removed, if the sweep came after it (`offsets_expired_reset`)."""
-    names = F.explode(F.from_json("partitions", ArrayType(StringType()))).alias("tp")
-    expiries = events.where(F.col("event") == "offsets_expired").select("run", "ln", "group_id", names)
-    triple = F.explode(F.from_json("offsets", ArrayType(ArrayType(StringType())))).alias("o")
-    commits = (
-        events.where((F.col("event") == "offset_commit_completed") & (F.col("error") == "NONE"))
-        .select("run", "ln", "group_id", triple)
-        .select("run", "ln", "group_id", F.concat_ws("-", F.col("o")[0], F.col("o")[1]).alias("tp"), F.col("o")[2].cast("long").alias("c"))
-    )
-    key = ["run", "group_id", "tp"]
-    e, c = expiries.alias("e"), F.broadcast(commits).alias("c")
-    removed = (
-        e.join(c, [F.col(f"e.{k}") == F.col(f"c.{k}") for k in key] + [F.col("c.ln") < F.col("e.ln")])
-        .groupBy(*[F.col(f"e.{k}") for k in key], "e.ln")
-        .agg(F.max_by("c.c", "c.ln").alias("c"))
-        .withColumn("why", F.lit("offsets_expired_reset"))
-    )
-    marks = removed.unionByName(commits.withColumn("why", F.lit("log_truncation_or_reset")))
-    resets = consumers.where((F.col("event") == "fetch_position_set") & (F.col("source") != "committed")).select(
-        "run", "node", "ln", "group_id", _tp(), "offset"
-    )
-    r, m = resets.alias("r"), F.broadcast(marks).alias("m")
-    last = (
-        r.join(m, [F.col(f"r.{k}") == F.col(f"m.{k}") for k in key] + [F.col("m.ln") < F.col("r.ln")])
-        .groupBy("r.run", "r.node", "r.ln", "r.group_id", "r.tp", "r.offset")
-        .agg(F.max(F.struct(F.col("m.ln"), F.col("m.c"), F.col("m.why"))).alias("mark"))
-    )
-    return last.where(F.col("mark.c") > F.col("offset")).select(
-        "run", F.col("group_id").alias("group"), "node", "tp", F.col("ln").alias("hold"),
-        F.col("offset").alias("lo"), F.col("mark.c").alias("hi"), F.col("mark.why").alias("why"),
-    )
-
-
 def group_duplicates(events: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(consumed per run, duplicates per run and cause) from events with columns `run` and `ln`."""
     # Checkpoints cut the plan: each stage is read by several later ones, and without them the
@@ -334,7 +298,7 @@ def group_duplicates(events: DataFrame) -> tuple[DataFrame, DataFrame]:
         .localCheckpoint()
     )
     # Every boundary of the partition's ranges, numbered: a range covers pieces [i(lo), i(hi)).
-    rewound = _rewound(events, consumers).localCheckpoint()
+    rewound = rewinds(events, consumers, t).localCheckpoint()
     # The pieces are also cut where an expired offset's replay ends.
     bounds = (
         ranges.select(*part, F.col("lo").alias("at"))

@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.types import ArrayType, StringType
 
-__all__ = ["group_skips", "processed_ranges", "skip_figures"]
+__all__ = ["commits", "group_skips", "processed_ranges", "skip_figures"]
 
 KEY = ["run", "group", "tp"]
 TRIPLES = ArrayType(ArrayType(StringType()))
@@ -53,10 +53,10 @@ def _islands(ranges: DataFrame, keys: list[str]) -> DataFrame:
     return ranges.withColumn("island", island).groupBy(*keys, "island").agg(F.min("lo").alias("lo"), F.max("hi").alias("hi")).drop("island")
 
 
-def _commits(events: DataFrame) -> DataFrame:
-    """Each partition of each accepted commit, and whether an operator's reset made it."""
-    triple = F.explode(F.from_json("offsets", TRIPLES)).alias("o")
-    commits = events.where((F.col("event") == "offset_commit_completed") & (F.col("error") == "NONE")).select(
+def commits(events: DataFrame) -> DataFrame:
+    """Each partition of each accepted commit, and whether an operator's reset made it:
+    (run, ln, group, admin, tp, offset)."""
+    accepted = events.where((F.col("event") == "offset_commit_completed") & (F.col("error") == "NONE")).select(
         "run", "ln", F.col("group_id").alias("group"), "member_id", "generation_id",
         F.from_json("offsets", TRIPLES).alias("sent"), F.lit(None).cast(TRIPLES).alias("pending"),
     )
@@ -70,7 +70,7 @@ def _commits(events: DataFrame) -> DataFrame:
     before = Window.partitionBy("run", "group").orderBy("ln").rowsBetween(Window.unboundedPreceding, -1)
     is_admin = (F.col("member_id") == "") & (F.col("generation_id") < 0) & (F.col("sent") == F.col("waiting"))
     return (
-        commits.unionByName(admin)
+        accepted.unionByName(admin)
         .withColumn("waiting", F.last("pending", ignorenulls=True).over(before))
         .where(F.col("sent").isNotNull())
         .select("run", "ln", "group", F.coalesce(is_admin, F.lit(False)).alias("admin"), F.explode("sent").alias("o"))
@@ -84,7 +84,7 @@ def _commits(events: DataFrame) -> DataFrame:
 def _passes(events: DataFrame) -> DataFrame:
     """Every pass (KEY, ln, lo, hi, cause): commits that move the committed offset forward,
     and position resets past it."""
-    commits = _commits(events).select(*KEY, "ln", F.lit("commit").alias("kind"), "offset", "admin", *_none("source", "reason"))
+    committed = commits(events).select(*KEY, "ln", F.lit("commit").alias("kind"), "offset", "admin", *_none("source", "reason"))
     resets = events.where((F.col("event") == "fetch_position_set") & (F.col("source") != "committed")).select(
         "run", F.col("group_id").alias("group"), _tp(), "ln", F.lit("reset").alias("kind"), "offset",
         F.lit(None).cast("boolean").alias("admin"), "source", "reason",
@@ -101,7 +101,7 @@ def _passes(events: DataFrame) -> DataFrame:
     deleted_groups = events.where((F.col("event") == "group_deleted") & (F.col("error") == "NONE")).select(
         "run", F.col("group_id").alias("group"), F.col("ln").alias("deleted_ln")
     )
-    ever = commits.select(*KEY, F.col("ln").alias("committed_ln"))
+    ever = committed.select(*KEY, F.col("ln").alias("committed_ln"))
     dropped = (
         ever.join(F.broadcast(deleted_groups), ["run", "group"])
         .where(F.col("committed_ln") < F.col("deleted_ln"))
@@ -109,7 +109,7 @@ def _passes(events: DataFrame) -> DataFrame:
         .distinct()
         .select(*KEY, "ln", F.lit("deleted").alias("kind"), *_none("offset", "admin", "source", "reason"))
     )
-    rows = commits.unionByName(resets).unionByName(removed).unionByName(dropped)
+    rows = committed.unionByName(resets).unionByName(removed).unionByName(dropped)
     before = Window.partitionBy(*KEY).orderBy("ln").rowsBetween(Window.unboundedPreceding, -1)
     frontier = F.coalesce(F.last(F.when(F.col("kind") == "commit", F.col("offset")), ignorenulls=True).over(before), F.lit(0))
     status = F.last(F.when(F.col("kind") != "reset", F.col("kind")), ignorenulls=True).over(before)

@@ -311,6 +311,8 @@ class GroupAccounting:
                 )
             if admin and offset < before:
                 self._rewinds[key] = (offset, before)
+            else:
+                self._rewinds.pop(key, None)
             self._committed[key] = offset
             self._reset.discard(key)
             self._expired.pop(key, None)
