@@ -52,7 +52,9 @@ group created again after it went Dead numbers its generations from 1 again).
 `consumer_reads_committed`: no record is processed at or above the highest HW its partition's
 leaders have reported (a read past the HW).
 `monotonic_committed_offset`: a group's committed offset for a partition never moves back,
-unless a member reset its position (`auto.offset.reset`) or the offsets expired.
+unless a member reset its position (`auto.offset.reset`), the offsets expired or were deleted
+(OffsetDelete, DeleteGroups), or the commit came from outside the group (no member,
+generation -1: the operator's `--reset-offsets`).
 `commit_accepted_only_when_valid`: a coordinator accepts a commit only as Kafka's
 `validateOffsetCommit` allows: from a member of the group's current generation while it is
 Stable or PreparingRebalance, or with no member and generation -1 while the group is Empty.
@@ -280,7 +282,8 @@ class GroupAccounting:
         for topic, partition, offset in e["offsets"]:
             key = (e["group_id"], f"{topic}-{partition}")
             before = self._committed.get(key, -1)
-            if offset < before and key not in self._reset:
+            outside = generation < 0 and not member  # the operator's reset, or a standalone client
+            if offset < before and key not in self._reset and not outside:
                 found.append(
                     Violation(
                         "monotonic_committed_offset",
@@ -299,6 +302,16 @@ class GroupAccounting:
             committed = self._committed.pop((e["group_id"], tp), None)
             if committed is not None:
                 self._expired[(e["group_id"], tp)] = committed
+
+    def _offsets_deleted(self, e: Mapping[str, Any]) -> None:
+        """The operator deleted offsets (OffsetDelete) or the group (DeleteGroups): the next
+        commit starts the partition's history again."""
+        if e["error"] != "NONE":
+            return
+        group = e["group_id"]
+        gone = [k for k in self._committed if k[0] == group and (e["event"] == "group_deleted" or k[1] in e["partitions"])]
+        for key in gone:
+            del self._committed[key]
 
     def _position_set(self, e: Mapping[str, Any]) -> None:
         if e["source"] == "committed":
@@ -395,6 +408,8 @@ _HANDLERS: dict[str, Any] = {
     "group_member_removed": GroupAccounting._group_member,
     "offset_commit_completed": GroupAccounting._commit_completed,
     "offsets_expired": GroupAccounting._offsets_expired,
+    "group_offsets_deleted": GroupAccounting._offsets_deleted,
+    "group_deleted": GroupAccounting._offsets_deleted,
     "offset_commit_answered": GroupAccounting._commit_answered,
     "fetch_position_set": GroupAccounting._position_set,
     "generation_started": GroupAccounting._generation,
