@@ -73,8 +73,6 @@ FIND_AGAIN = frozenset({E.NOT_COORDINATOR, E.COORDINATOR_NOT_AVAILABLE})
 """Coordinator errors after which the client looks the coordinator up again."""
 TRY_AGAIN = frozenset({E.COORDINATOR_LOAD_IN_PROGRESS})
 COORDINATOR_STEPS = frozenset({"describe", "committed", "commit", "delete", "offset_delete"})
-SINCE = {"delete_group": (1, 1, 0), "delete_offsets": (2, 4, 0)}
-"""The first version with DeleteGroups (KIP-229) and OffsetDelete (KIP-496)."""
 SPEC_TIMESTAMPS = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP}
 
 
@@ -144,8 +142,9 @@ class AdminClient:
             command = self.queue.pop(0)
             job = Job(command)
             self.job = job
-            since = SINCE.get(command.operation)
-            if since is not None and self.config.profile.version < since:
+            profile = self.config.profile
+            missing = {"delete_group": not profile.delete_groups, "delete_offsets": not profile.offset_delete}
+            if missing.get(command.operation, False):
                 self._finish(ctx, out, job, E.UNSUPPORTED_VERSION.name)
                 continue
             out.set_timer(timer_key("deadline", command.request_id), self.config.default_api_timeout_ms)
@@ -297,7 +296,9 @@ class AdminClient:
                 if self._coordinator_error(out, job, error):
                     return
                 job.deleted = errors
-                self._finish(ctx, out, job, error.name)
+                # The client's result fails with the group's error, else with a partition's.
+                refused = sorted((e.topic, e.partition, e.error_code.name) for e in errors if e.error_code is not E.NONE)
+                self._finish(ctx, out, job, refused[0][2] if error is E.NONE and refused else error.name)
             case ListGroupsResponse(error_code=error, groups=groups):
                 job.listed[broker_id] = groups
                 job.list_errors[broker_id] = error.name

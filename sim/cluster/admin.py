@@ -71,6 +71,7 @@ class AdminDesk:
         self.kernel = kernel
         self.spec = spec
         self.last_id = 0
+        self.outcomes: dict[int, dict[str, Any]] = {}
 
     def run(self, fault: Fault) -> None:
         if ADMIN_NODE not in self.kernel.nodes:
@@ -90,15 +91,22 @@ class AdminDesk:
             self.kernel.emit("application_call_ignored", target=ADMIN_NODE, action=command.operation)
 
     def outcome(self, request_id: int) -> dict[str, Any] | None:
-        if ADMIN_NODE not in self.kernel.nodes or not self.kernel.is_up(ADMIN_NODE):
-            return None
-        return self.kernel.snapshot(Address(ADMIN_NODE, ADMIN_ACTOR))["results"].get(str(request_id))
+        """The command's outcome once the client has it; kept here from the first time it is
+        read, so it can be read again after the run (or the cluster) is over."""
+        if request_id not in self.outcomes and ADMIN_NODE in self.kernel.nodes and self.kernel.is_up(ADMIN_NODE):
+            address = Address(ADMIN_NODE, ADMIN_ACTOR)
+            if address in self.kernel.addresses():
+                found = self.kernel.snapshot(address)["results"].get(str(request_id))
+                if found is not None:
+                    self.outcomes[request_id] = found
+        return self.outcomes.get(request_id)
 
 
 @dataclass(frozen=True, slots=True)
 class AdminRequest:
     """A command handed to the admin client. Its outcome exists once the run has gone on long
-    enough for the client's requests to be answered: `cluster.run(until=lambda: req.done)`."""
+    enough for the client's requests to be answered: `cluster.run(until=lambda: req.done)`;
+    read it while the cluster is open (once read, it stays readable)."""
 
     desk: AdminDesk
     request_id: int
