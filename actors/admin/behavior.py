@@ -73,6 +73,8 @@ FIND_AGAIN = frozenset({E.NOT_COORDINATOR, E.COORDINATOR_NOT_AVAILABLE})
 """Coordinator errors after which the client looks the coordinator up again."""
 TRY_AGAIN = frozenset({E.COORDINATOR_LOAD_IN_PROGRESS})
 COORDINATOR_STEPS = frozenset({"describe", "committed", "commit", "delete", "offset_delete"})
+AGAIN_FROM = {"list": "brokers", "list_offsets": "metadata"}
+"""Where a failed step starts again (its leaders or brokers may have changed)."""
 SPEC_TIMESTAMPS = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP}
 
 
@@ -192,7 +194,9 @@ class AdminClient:
         job = self.job
         if job is None or job.command.request_id != request_id or job.attempt != attempt:
             return
-        self._retry(out, job, "find" if job.step in COORDINATOR_STEPS else job.step)
+        # A coordinator is looked up again; a broker that failed ListGroups may have left the
+        # cluster, so the live brokers are asked for again.
+        self._retry(out, job, "find" if job.step in COORDINATOR_STEPS else AGAIN_FROM.get(job.step, job.step))
 
     def _retry(self, out: Out, job: Job, step: str) -> None:
         job.step = step
@@ -264,7 +268,9 @@ class AdminClient:
                 self._plan(ctx, out, job)
             case MetadataResponse(brokers=brokers, partitions=partitions):
                 if job.step == "brokers":
-                    job.listed = dict.fromkeys(sorted(brokers), ())
+                    # Answers already in are kept; a broker no longer live is not asked.
+                    job.listed = {b: job.listed.get(b, ()) for b in sorted(brokers)}
+                    job.list_errors = {b: e for b, e in job.list_errors.items() if b in job.listed}
                     self._enter(ctx, out, job, "list")
                     return
                 job.leaders = {TopicPartition(p.topic, p.partition): p.leader for p in partitions if p.partition >= 0}

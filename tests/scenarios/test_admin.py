@@ -431,3 +431,25 @@ def test_a_command_missing_what_it_needs_is_one_line(keys: str, message: str) ->
         Cluster(scenario(GROUP, f'\n[[faults]]\nkind = "admin"\n{keys}\n')).close()
     assert str(info.value) == message
 
+
+
+def test_a_reset_follows_its_coordinator_to_another_broker() -> None:
+    """The coordinator's broker crashes just before the reset: the client's requests to it fail
+    (its connections close), it looks the coordinator up again until the controller has moved
+    the group's `__consumer_offsets` partition, and the commit lands on the new coordinator."""
+    crash = '\n[[faults]]\nkind = "crash"\nnode = "broker-3"\n"at.ms" = 13000\n'
+    events, cluster = run(
+        scenario(GROUP, CLOSE, crash, admin("reset_offsets", 13100, group="my-group", to="earliest", topic="T"), duration=45_000)
+    )
+    cluster.close()
+    [completed] = where(events, "offset_commit_completed", member_id="")
+    [done] = where(events, "admin_offsets_reset")
+    assert (completed["node"], completed["error"], done["error"], done["offsets"]) == (
+        "broker-1",
+        "NONE",
+        "NONE",
+        offsets(0, 0, 0, 0),
+    )
+    # broker-3's ZooKeeper session (18 s) expires about 30 s in; the controller then elects
+    # broker-1 for the group's partition, and the next lookup finds it.
+    assert (done["ts_ms"], where(events, "admin_offsets_reset_sent")[0]["ts_ms"]) == (30149, 30127)
