@@ -101,6 +101,11 @@ class Profile:
     log_start_offset_in_fetch: bool
     """KIP-107 (0.11.0): a fetch answer carries the leader's log start offset, and a follower
     moves its own to it (before, a follower's log start moved only by its own retention)."""
+    delete_groups: bool
+    """KIP-229 (1.1.0): DeleteGroups, the admin client's (and `kafka-consumer-groups --delete`'s)
+    way to delete a group."""
+    offset_delete: bool
+    """KIP-496 (2.4.0): OffsetDelete, `kafka-consumer-groups --delete-offsets`."""
     defaults: dict[str, Any]
 
     @property
@@ -135,6 +140,8 @@ class Profile:
             pending_revocation_before_commit=v >= (3, 2, 3),
             accept_unknown_producer=v >= (2, 5, 0),
             log_start_offset_in_fetch=v >= (0, 11, 0),
+            delete_groups=v >= (1, 1, 0),
+            offset_delete=v >= (2, 4, 0),
             defaults=_defaults(v),
         )
 

@@ -31,7 +31,7 @@ class Setting:
 
     key: str
     kind: Any
-    """int, float, bool, str, list[str], list[list[str]], list[list[int]], or "acks"."""
+    """int, float, bool, str, list[str], list[list[str]], list[list[int]], list[int], or "acks"."""
     default: Any = None
     low: float | None = None
     high: float | None = None
@@ -117,6 +117,8 @@ def _is_list_of(value: Any, kind: Any) -> bool:
         )
     if kind == list[str]:
         return isinstance(value, list) and all(type(v) is str for v in value)
+    if kind == list[int]:
+        return isinstance(value, list) and all(type(v) is int for v in value)
     if kind == list[list[str]]:
         return isinstance(value, list) and all(_is_list_of(v, list[str]) for v in value)
     return False
@@ -125,4 +127,6 @@ def _is_list_of(value: Any, kind: Any) -> bool:
 def _list_doc(kind: Any) -> str:
     if kind == list[list[int]]:
         return "a list of broker-id lists, one per partition"
+    if kind == list[int]:
+        return "a list of integers"
     return "a list of names" if kind == list[str] else "two lists of node names"

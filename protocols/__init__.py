@@ -1,6 +1,7 @@
 """Message schemas, the msgpack codec and Kafka's error codes."""
 
 from protocols import (  # noqa: F401 - register their messages
+    admin,
     application,
     connection,
     group,

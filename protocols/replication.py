@@ -325,7 +325,8 @@ class ListOffsetsPartition:
     topic: str
     partition: int
     timestamp: int
-    """-1 latest, -2 earliest."""
+    """-1 latest, -2 earliest; else a time in ms: the first offset whose record is that recent
+    (-1 in the answer when there is none)."""
     current_leader_epoch: int = -1
 
 

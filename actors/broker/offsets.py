@@ -2,8 +2,9 @@
 
 Models `KafkaApis.handleOffsetForLeaderEpochRequest` with `Partition.lastOffsetForLeaderEpoch`
 (KIP-101, KIP-279: where the asked epoch ends on the leader) and
-`KafkaApis.handleListOffsetRequest` with `Partition.fetchOffsetForTimestamp` (latest and
-earliest only), each checking leadership and the current leader epoch (KIP-320) first.
+`KafkaApis.handleListOffsetRequest` with `Partition.fetchOffsetForTimestamp` (latest, earliest,
+and a timestamp: KIP-79's offsets for times, which `kafka-consumer-groups --to-datetime` asks),
+each checking leadership and the current leader epoch (KIP-320) first.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from actors.core import Inbound, Out
 from protocols.errors import ErrorCode
 from protocols.replication import (
     EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
     EpochEndOffsetResult,
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
@@ -23,7 +25,10 @@ from protocols.replication import (
 )
 from protocols.types import TopicPartition
 
-__all__ = ["on_list_offsets", "on_offset_for_leader_epoch"]
+__all__ = ["UNKNOWN_OFFSET", "on_list_offsets", "on_offset_for_leader_epoch"]
+
+UNKNOWN_OFFSET = -1
+"""`ListOffsetsResponse.UNKNOWN_OFFSET`: no record at or after the time asked."""
 
 
 def on_offset_for_leader_epoch(
@@ -47,9 +52,10 @@ def on_offset_for_leader_epoch(
 
 def on_list_offsets(b: ReplicasContext, out: Out, inbound: Inbound, req: ListOffsetsRequest) -> None:
     """Latest (-1) is the LEO for a replica and the HW for a consumer; earliest (-2) is the log
-    start offset (`Partition.fetchOffsetForTimestamp`). A consumer's latest is not available
-    while the HW is below the start of the leader's epoch (KIP-207): the HW a new leader
-    inherited may be behind what its predecessor exposed."""
+    start offset (`Partition.fetchOffsetForTimestamp`); a timestamp is the first offset whose
+    record is that recent, below the HW for a client, or UNKNOWN_OFFSET. A consumer's latest is
+    not available while the HW is below the start of the leader's epoch (KIP-207): the HW a new
+    leader inherited may be behind what its predecessor exposed."""
     answers = []
     for p in req.partitions:
         tp = TopicPartition(p.topic, p.partition)
@@ -58,19 +64,27 @@ def on_list_offsets(b: ReplicasContext, out: Out, inbound: Inbound, req: ListOff
             error = ErrorCode.NOT_LEADER_OR_FOLLOWER
         else:
             error = check_leader_epoch(b, partition, p.current_leader_epoch)
-            latest_for_a_client = p.timestamp != EARLIEST_TIMESTAMP and req.replica_id < 0
-            lagging = partition.epoch_start_offset > partition.log.high_watermark
-            if error is ErrorCode.NONE and latest_for_a_client and lagging and b.config.profile.offset_not_available:
-                error = ErrorCode.OFFSET_NOT_AVAILABLE
         if error is not ErrorCode.NONE or partition is None:
             answers.append(ListOffsetsPartitionResponse(tp.topic, tp.partition, error))
             continue
         log = partition.log
+        client = req.replica_id < 0
+        lagging = client and partition.epoch_start_offset > log.high_watermark and b.config.profile.offset_not_available
+        epoch = partition.leader_epoch
         if p.timestamp == EARLIEST_TIMESTAMP:
             offset = log.log_start_offset
+        elif p.timestamp == LATEST_TIMESTAMP:
+            offset = log.high_watermark if client else log.log_end_offset
+            error = ErrorCode.OFFSET_NOT_AVAILABLE if lagging else ErrorCode.NONE
         else:
-            offset = log.log_end_offset if req.replica_id >= 0 else log.high_watermark
-        answers.append(
-            ListOffsetsPartitionResponse(tp.topic, tp.partition, ErrorCode.NONE, offset, partition.leader_epoch)
-        )
+            found = log.offset_for_timestamp(p.timestamp)
+            if found is not None and (not client or found[0] < log.high_watermark):
+                offset, epoch = found
+            else:
+                offset, epoch = UNKNOWN_OFFSET, -1
+                error = ErrorCode.OFFSET_NOT_AVAILABLE if lagging else ErrorCode.NONE
+        if error is not ErrorCode.NONE:
+            answers.append(ListOffsetsPartitionResponse(tp.topic, tp.partition, error))
+            continue
+        answers.append(ListOffsetsPartitionResponse(tp.topic, tp.partition, ErrorCode.NONE, offset, epoch))
     out.reply(inbound, ListOffsetsResponse(tuple(answers)))

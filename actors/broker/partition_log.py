@@ -43,7 +43,7 @@ the batches and their offset, position, time and segment columns in step.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -364,6 +364,18 @@ class PartitionLog:
             size += batch.size_bytes
             i += 1
         return tuple(read)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """`fetchOffsetByTimestamp`: the first offset (from the log start) whose record's
+        timestamp is at or after `timestamp_ms`, with the epoch it was written in; None if
+        every record is older. A batch's records share its append time, so this is the first
+        batch appended then or later (the times only grow along the log)."""
+        first = bisect_right(self._ends, self.log_start_offset)
+        i = bisect_left(self._times, timestamp_ms, first)
+        if i >= len(self.batches):
+            return None
+        batch = self.batches[i]
+        return max(batch.base_offset, self.log_start_offset), batch.leader_epoch
 
     def end_offset_for(self, epoch: int) -> EpochEntry:
         return self.epochs.end_offset_for(epoch, self.log_end_offset)

@@ -4,7 +4,8 @@ classic protocol, with the version switches of the profile).
 It coordinates the groups whose `__consumer_offsets` partition its broker leads: the broker
 tells it of each election and resignation (`loading.py`). It answers JoinGroup (`join.py`),
 SyncGroup, Heartbeat and LeaveGroup (`membership.py`), OffsetCommit and OffsetFetch
-(`offsets.py`); the rebalance machinery is in `rebalance.py`, the classic group's state machine
+(`offsets.py`), and the operator's DescribeGroups, ListGroups, DeleteGroups and OffsetDelete
+(`admin.py`); the rebalance machinery is in `rebalance.py`, the classic group's state machine
 in `state.py`, the decisions in `rules.py`. The manager (`manager.py`) holds its groups as
 `Group`s (`group.py`), Kafka's interface for every group type, and the classic protocol's
 handlers reach them as classic groups. FindCoordinator is answered by the broker (replica
@@ -17,7 +18,7 @@ in-process; here it is a message, so an append costs two latencies of the node's
 besides replication, and the broker does not hold the coordinator's other requests behind it.
 
 Left out: the new (KIP-848) coordinator and the consumer protocol, transactional offset
-commits, `group.max.size`, deleting groups by request, topic deletion removing offsets.
+commits, `group.max.size`, topic deletion removing offsets.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ import json
 from typing import Any
 
 from actors.core import Ctx, Inbound, Out
-from actors.group import join, loading, membership, offsets, rebalance
+from actors.group import admin, join, loading, membership, offsets, rebalance
 from actors.group.config import GroupCoordinatorConfig
 from actors.group.manager import GroupManager, PendingCommit, StoreKind, timer_key
 from actors.group.rules import store_group_error
+from protocols.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest, OffsetDeleteRequest
 from protocols.connection import Disconnected
 from protocols.group import (
     CoordinatorElected,
@@ -76,6 +78,14 @@ class GroupCoordinator:
                 offsets.on_offset_commit(m, ctx, out, inbound, req)
             case OffsetFetchRequest() as req:
                 offsets.on_offset_fetch(m, out, inbound, req)
+            case DescribeGroupsRequest() as req:
+                admin.on_describe_groups(m, out, inbound, req)
+            case ListGroupsRequest() as req:
+                admin.on_list_groups(m, out, inbound, req)
+            case DeleteGroupsRequest() as req:
+                admin.on_delete_groups(m, ctx, out, inbound, req)
+            case OffsetDeleteRequest() as req:
+                admin.on_offset_delete(m, ctx, out, inbound, req)
             case ProduceResponse() as resp:
                 self._on_produce_response(ctx, out, inbound.correlation_id, resp)
             case CoordinatorElected() as msg:

@@ -76,6 +76,7 @@ def _member(req: JoinGroupRequest, member_id: str, instance: str | None, inbound
         protocol_type=req.protocol_type,
         protocols=tuple(req.protocols),
         awaiting_join=inbound,
+        client_host=inbound.src.node,
     )
 
 

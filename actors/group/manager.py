@@ -213,6 +213,7 @@ def group_snapshot(group: ClassicGroup) -> dict[str, Any]:
             m.member_id: {
                 "group_instance_id": m.group_instance_id,
                 "client_id": m.client_id,
+                "client_host": m.client_host,
                 "session_timeout_ms": m.session_timeout_ms,
                 "rebalance_timeout_ms": m.rebalance_timeout_ms,
                 "protocols": [p.name for p in m.protocols],

@@ -103,6 +103,9 @@ class MemberMetadata:
     is_new: bool = False
     """Added and not yet through a completed join: its session does not cover a parked
     JoinGroup, and it expires after the new-member join timeout."""
+    client_host: str = ""
+    """Where its JoinGroup came from (its node); not stored in the group record, so a member
+    loaded by a new coordinator has none (DescribeGroups shows it empty)."""
 
     @property
     def is_static(self) -> bool:

@@ -52,7 +52,9 @@ group created again after it went Dead numbers its generations from 1 again).
 `consumer_reads_committed`: no record is processed at or above the highest HW its partition's
 leaders have reported (a read past the HW).
 `monotonic_committed_offset`: a group's committed offset for a partition never moves back,
-unless a member reset its position (`auto.offset.reset`) or the offsets expired.
+unless a member reset its position (`auto.offset.reset`), the offsets expired or were deleted
+(OffsetDelete, DeleteGroups), or the commit came from outside the group (no member,
+generation -1: the operator's `--reset-offsets`).
 `commit_accepted_only_when_valid`: a coordinator accepts a commit only as Kafka's
 `validateOffsetCommit` allows: from a member of the group's current generation while it is
 Stable or PreparingRebalance, or with no member and generation -1 while the group is Empty.
@@ -300,7 +302,8 @@ class GroupAccounting:
             key = (e["group_id"], f"{topic}-{partition}")
             self._pass_by_commit(e, key, offset, admin)
             before = self._committed.get(key, -1)
-            if offset < before and key not in self._reset and not admin:
+            outside = generation < 0 and not member  # the operator's reset, or a standalone client
+            if offset < before and key not in self._reset and not outside:
                 found.append(
                     Violation(
                         "monotonic_committed_offset",
@@ -334,22 +337,24 @@ class GroupAccounting:
     def _admin_reset_answered(self, e: Mapping[str, Any]) -> None:
         self._admin_resets.pop(e["group_id"], None)
 
-    def _admin_offsets_deleted(self, e: Mapping[str, Any]) -> None:
-        if e["error"] != "NONE":
-            return
-        for tp in e["partitions"]:
-            key = (e["group_id"], tp)
-            committed = self._committed.pop(key, None)
-            if committed is not None:
-                self._expired[key] = committed
-                self._admin_deleted.add(key)
-
     def _offsets_expired(self, e: Mapping[str, Any]) -> None:
         for tp in e["partitions"]:
             committed = self._committed.pop((e["group_id"], tp), None)
             if committed is not None:
                 self._expired[(e["group_id"], tp)] = committed
                 self._admin_deleted.discard((e["group_id"], tp))
+
+    def _offsets_deleted(self, e: Mapping[str, Any]) -> None:
+        """The operator deleted offsets (OffsetDelete) or the group (DeleteGroups): the next
+        commit starts the partition's history again, and a reset for want of an offset is the
+        operator's doing."""
+        if e["error"] != "NONE":
+            return
+        group = e["group_id"]
+        gone = [k for k in self._committed if k[0] == group and (e["event"] == "group_deleted" or k[1] in e["partitions"])]
+        for key in gone:
+            self._expired[key] = self._committed.pop(key)
+            self._admin_deleted.add(key)
 
     def _position_set(self, e: Mapping[str, Any]) -> None:
         tp = f"{e['topic']}-{e['partition']}"
@@ -463,6 +468,8 @@ _HANDLERS: dict[str, Any] = {
     "group_member_removed": GroupAccounting._group_member,
     "offset_commit_completed": GroupAccounting._commit_completed,
     "offsets_expired": GroupAccounting._offsets_expired,
+    "group_offsets_deleted": GroupAccounting._offsets_deleted,
+    "group_deleted": GroupAccounting._offsets_deleted,
     "offset_commit_answered": GroupAccounting._commit_answered,
     "fetch_position_set": GroupAccounting._position_set,
     "generation_started": GroupAccounting._generation,
@@ -472,5 +479,4 @@ _HANDLERS: dict[str, Any] = {
     "consumer_failed": GroupAccounting._failed,
     "admin_offsets_reset_sent": GroupAccounting._admin_reset_sent,
     "admin_offsets_reset": GroupAccounting._admin_reset_answered,
-    "group_offsets_deleted": GroupAccounting._admin_offsets_deleted,
 }

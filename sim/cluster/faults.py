@@ -59,6 +59,8 @@ class FaultContext:
     coordinator: Callable[[str], str | None]
     """The broker node coordinating a group now (the leader of its `__consumer_offsets`
     partition), or None while that partition has no leader."""
+    admin: Callable[[Fault], None] | None = None
+    """Hands an operator's group command to the cluster's admin client (made on first use)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +88,15 @@ class Fault:
     down_ms: int = 0
     process_record_ms: int | None = None
     """A slow spell's processing time per record."""
+    operation: str | None = None
+    """An operator's group command (`admin`): one of `protocols.admin.ADMIN_OPERATIONS`; `group`
+    names the group."""
+    topic: str | None = None
+    partitions: tuple[int, ...] = ()
+    target: str | None = None
+    """A reset's target (`to`)."""
+    datetime_ms: int | None = None
+    shift_by: int | None = None
 
     def nodes_named(self) -> list[tuple[str, str]]:
         """(key, node) of every node the fault names."""
@@ -125,6 +136,12 @@ def fault_from_scenario(entry: dict[str, Any]) -> Fault:
         interval_ms=entry.get("interval.ms", ROLLING_INTERVAL_MS),
         down_ms=entry.get("down.ms", 0),
         process_record_ms=entry.get("process.record.ms"),
+        operation=entry.get("operation"),
+        topic=entry.get("topic"),
+        partitions=tuple(entry.get("partitions", ())),
+        target=entry.get("to"),
+        datetime_ms=entry.get("datetime.ms"),
+        shift_by=entry.get("shift.by"),
     )
 
 
@@ -223,6 +240,12 @@ def schedule_fault(kernel: Kernel, fault: Fault, context: FaultContext | None = 
         rolling = _RollingRestart(kernel, list(fault.nodes), fault.interval_ms, fault.down_ms)
         kernel.observe(rolling)
         kernel.schedule(at, "rolling restart", rolling.next)
+    elif kind == "admin":
+        if context is None or context.admin is None:
+            msg = "an admin fault needs the cluster's admin client"
+            raise FaultError(msg)
+        admin = context.admin
+        kernel.schedule(at, f"admin {fault.operation}", lambda: admin(fault))
     elif kind == "zombie":
         if context is None:
             msg = "a zombie fault needs the cluster's context to find the coordinator"

@@ -24,9 +24,11 @@ from actors.core import Address
 from actors.group.placement import OFFSETS_TOPIC, partition_for
 from protocols.records import LogEntries, Run, ValueRun
 from sim.cluster.accounting import GroupAccounting
+from sim.cluster.admin import AdminDesk, AdminRequest, check_admin_fault, lag_rows
 from sim.cluster.faults import (
     Fault,
     FaultContext,
+    FaultError,
     fault_from_scenario,
     resolve_fault,
     schedule_fault,
@@ -35,7 +37,7 @@ from sim.cluster.invariants import Invariants
 from sim.cluster.log_checks import ValueIndex, at_offsets, diverged_replicas, runs_of, written_twice
 from sim.cluster.scenario import Scenario
 from sim.cluster.skips import final_log, spans_of, subtract
-from sim.cluster.wiring import consumer_configs, node_specs
+from sim.cluster.wiring import admin_spec, consumer_configs, node_specs
 from sim.engine.disk import CrashKind, Disk
 from sim.engine.eventlog import EventLog
 from sim.engine.kernel import HostKind, Kernel, StopReason
@@ -49,10 +51,24 @@ def check_scenario(scenario: Scenario) -> list[Fault]:
     """The scenario's faults, checked against its nodes and resolved (raises `FaultError`)."""
     names = sorted(spec.name for spec in node_specs(scenario))
     consumers = {c.name: c.group_id for c in consumer_configs(scenario)}
-    return [
-        resolve_fault(fault_from_scenario(entry), names, consumers, f"{scenario.source}: [[faults]] #{i + 1}")
-        for i, entry in enumerate(scenario.faults)
-    ]
+    faults = []
+    for i, entry in enumerate(scenario.faults):
+        where = f"{scenario.source}: [[faults]] #{i + 1}"
+        fault = resolve_fault(fault_from_scenario(entry), names, consumers, where)
+        if fault.kind == "admin":
+            _check_admin(scenario, fault, where)
+        faults.append(fault)
+    return faults
+
+
+def _check_admin(scenario: Scenario, fault: Fault, where: str) -> None:
+    if not scenario.get("cluster", "brokers"):
+        msg = f"{where}: an admin command needs brokers: set [cluster] brokers"
+        raise FaultError(msg)
+    if not scenario.has_groups:
+        msg = f"{where}: the scenario has no group coordinators (they run with [[consumers]] or admin faults)"
+        raise FaultError(msg)
+    check_admin_fault(fault, {t["name"]: t["partitions"] for t in scenario.topics}, where)
 
 
 class Cluster:
@@ -93,7 +109,8 @@ class Cluster:
         specs = node_specs(scenario, znodes)
         faults = check_scenario(scenario)
         self._consumers = {c.name: c.group_id for c in consumer_configs(scenario)}
-        self._fault_context = FaultContext(self._consumers, self.coordinator_of)
+        self._admin = AdminDesk(self.kernel, lambda: admin_spec(scenario))
+        self._fault_context = FaultContext(self._consumers, self.coordinator_of, self._admin.run)
         for spec in specs:
             self.kernel.add_node(spec, disk=(disks or {}).get(spec.name))
         for fault in faults:
@@ -150,6 +167,8 @@ class Cluster:
     def inject(self, fault: Fault) -> None:
         """Apply a fault now (or at its `at_ms`, if later)."""
         fault = resolve_fault(fault, self.kernel.nodes, self._consumers, f"{fault.kind} fault")
+        if fault.kind == "admin":
+            _check_admin(self.scenario, fault, f"admin {fault.operation}")
         schedule_fault(self.kernel, fault, self._fault_context)
         self.kernel.apply_due()
 
@@ -217,6 +236,66 @@ class Cluster:
         """Cut the consumer off from its group's coordinator (as it is now) both ways, for
         `duration_ms` (None: until a heal); it still reaches the partitions' leaders."""
         self.inject(Fault("zombie", node=node, duration_ms=duration_ms))
+
+    # The operator's group commands (`kafka-consumer-groups`), through the admin client. Each
+    # is sent now; its outcome is read once the run has gone on (`AdminRequest.result`).
+
+    def reset_offsets(
+        self,
+        group: str,
+        to: str,
+        *,
+        topic: str | None = None,
+        partitions: Sequence[int] = (),
+        datetime_ms: int | None = None,
+        shift_by: int | None = None,
+    ) -> AdminRequest:
+        """`--reset-offsets --execute` with `--to-earliest`, `--to-latest`, `--to-datetime`
+        (`datetime_ms`) or `--shift-by` (`shift_by`); `topic` (and `partitions`) or, without
+        one, every partition the group has an offset for (`--all-topics`)."""
+        fault = Fault("admin", operation="reset_offsets", group=group, target=to, topic=topic,
+                      partitions=tuple(partitions), datetime_ms=datetime_ms, shift_by=shift_by)
+        return self._admin_command(fault)
+
+    def delete_offsets(self, group: str, topic: str, partitions: Sequence[int] = ()) -> AdminRequest:
+        """`--delete-offsets --topic T[:P,...]` (OffsetDelete, KIP-496)."""
+        return self._admin_command(Fault("admin", operation="delete_offsets", group=group, topic=topic, partitions=tuple(partitions)))
+
+    def delete_group(self, group: str) -> AdminRequest:
+        """`--delete --group G` (DeleteGroups)."""
+        return self._admin_command(Fault("admin", operation="delete_group", group=group))
+
+    def describe_group(self, group: str) -> AdminRequest:
+        """`--describe --group G --members`: state, protocol, members and assignments."""
+        return self._admin_command(Fault("admin", operation="describe_group", group=group))
+
+    def list_groups(self) -> AdminRequest:
+        """`--list --state`: every group on every broker's coordinator."""
+        return self._admin_command(Fault("admin", operation="list_groups"))
+
+    def _admin_command(self, fault: Fault) -> AdminRequest:
+        self.inject(fault)
+        return AdminRequest(self._admin, self._admin.last_id)
+
+    def lag(self, group_id: str) -> list[dict[str, Any]]:
+        """`--describe --group G` now, read from the coordinator and the leaders' state (no
+        request): per partition with an owner or a committed offset, the committed offset
+        (None if none), the log end offset (the leader's HW, what ListOffsets latest answers a
+        client), the lag (None without a committed offset), and the owner's member id, host and
+        client id (None without one)."""
+        coordinator = self.coordinator_of(group_id)
+        group = None if coordinator is None else self.state(coordinator, "group-coordinator")["groups"].get(group_id)
+        return lag_rows(group, self._high_watermark)
+
+    def _high_watermark(self, tp: str) -> int | None:
+        leaders = []
+        for b in range(1, self.scenario.get("cluster", "brokers") + 1):
+            node = f"broker-{b}"
+            if self.kernel.is_up(node):
+                replica = self.state(node, BROKER_ACTOR)["partitions"].get(tp)
+                if replica is not None and replica["role"] == "leader":
+                    leaders.append((replica["leader_epoch"], replica["high_watermark"]))
+        return max(leaders)[1] if leaders else None
 
     def coordinator_of(self, group_id: str) -> str | None:
         """The broker node coordinating `group_id` now: the live leader, with the highest

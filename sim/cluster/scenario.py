@@ -60,10 +60,15 @@ class Scenario:
         return self.get("run", "name")
 
     @property
+    def has_groups(self) -> bool:
+        """Consumer groups exist: the scenario has consumers, or an operator's group command."""
+        return bool(self.consumers) or any(f["kind"] == "admin" for f in self.faults)
+
+    @property
     def all_topics(self) -> tuple[dict[str, Any], ...]:
         """The scenario's topics, and `__consumer_offsets` when it has consumer groups (Kafka
         creates it on the first FindCoordinator; here it exists from the start)."""
-        if not self.consumers:
+        if not self.has_groups:
             return self.topics
         cluster = self.sections["broker"]
         offsets = {

@@ -18,6 +18,7 @@ from actors.controller import settings as controller_settings
 from actors.group import settings as group_settings
 from actors.producer import settings as producer_settings
 from actors.settings import Setting
+from protocols.admin import ADMIN_OPERATIONS, RESET_TARGETS
 from actors.settings import setting as _s
 
 __all__ = ["ARRAYS", "FAULT_COMMON", "FAULT_KINDS", "FAULT_SETTINGS", "SECTIONS", "TOPIC_LOG_SETTINGS", "TOPIC_SETTINGS"]
@@ -74,6 +75,7 @@ FAULT_KINDS = (
     "slow",
     "rolling_restart",
     "zombie",
+    "admin",
 )
 
 _NODES = list[str]
@@ -129,6 +131,15 @@ FAULT_SETTINGS: dict[str, tuple[Setting, ...]] = {
     "zombie": (
         _s("node", str, required=True, doc="a consumer: cut off from its group's coordinator only"),
         _s("duration.ms", int, None, low=1, doc="lift that cut after this long; unset: until a heal"),
+    ),
+    "admin": (
+        _s("operation", str, required=True, choices=ADMIN_OPERATIONS, doc="the kafka-consumer-groups command"),
+        _s("group", str, None, doc="the group.id (every operation but list_groups)"),
+        _s("topic", str, None, doc="--topic; a reset without it takes every partition the group has an offset for"),
+        _s("partitions", list[int], [], doc="the topic's partitions; empty: all of them"),
+        _s("to", str, None, choices=RESET_TARGETS, doc="a reset's target"),
+        _s("datetime.ms", int, None, low=0, doc="to = datetime: the simulated time to reset to"),
+        _s("shift.by", int, None, doc="to = shift-by: how far to move the committed offsets"),
     ),
 }
 TOPIC_SETTINGS = (

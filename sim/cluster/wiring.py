@@ -4,7 +4,8 @@ Each actor package builds its own config from its checked scenario section
 (`actors/*/settings.py`); this module only places the actors and tells each where the others
 are: the coordination service `zookeeper`, brokers `broker-N` with their replica manager,
 group coordinator and controller candidate, producers `producer-N`, consumers `consumer-N`,
-and the gossip stand-in's `node-N` (docs/scenarios.md).
+the operator's admin client `admin` (added when first used), and the gossip stand-in's
+`node-N` (docs/scenarios.md).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from actors.addresses import (
     controller_address,
     group_coordinator_address,
 )
+from actors.admin.behavior import AdminClient
+from actors.admin.config import ADMIN_ACTOR, ADMIN_NODE, AdminConfig
 from actors.broker.behavior import Broker
 from actors.broker.settings import broker_config
 from actors.consumer.behavior import Consumer
@@ -38,7 +41,7 @@ from sim.cluster.faults import (
 from sim.cluster.scenario import Scenario, replica_assignment
 from sim.engine.kernel import ActorSpec, NodeSpec
 
-__all__ = ["consumer_configs", "node_specs"]
+__all__ = ["admin_spec", "consumer_configs", "node_specs"]
 
 
 def node_specs(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = ()) -> list[NodeSpec]:
@@ -70,6 +73,17 @@ def consumer_configs(scenario: Scenario) -> list[ConsumerConfig]:
     return configs
 
 
+def admin_spec(scenario: Scenario) -> NodeSpec:
+    """The operator's admin client, node `admin`: added to the cluster when first used, so a
+    run without group commands has no such node."""
+    config = AdminConfig(
+        bootstrap=tuple(range(1, scenario.get("cluster", "brokers") + 1)),
+        topics=tuple((t["name"], t["partitions"]) for t in scenario.topics),
+        profile=scenario.profile,
+    )
+    return NodeSpec(ADMIN_NODE, (ActorSpec(ADMIN_ACTOR, lambda: AdminClient(config)),))
+
+
 def _consumer_nodes(scenario: Scenario) -> list[NodeSpec]:
     return [
         NodeSpec(config.name, (ActorSpec(CONSUMER_ACTOR, lambda c=config: Consumer(c)),))
@@ -98,7 +112,7 @@ def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = 
                 )
                 for b in replicas:
                     bootstrap[b].append(created)
-    groups = bool(scenario.consumers)  # then every broker runs a group coordinator
+    groups = scenario.has_groups  # then every broker runs a group coordinator
     offsets_leaders = ()
     if groups and not zookeeper_mode:
         offsets_leaders = tuple(replicas[0] for replicas in assignments[OFFSETS_TOPIC])

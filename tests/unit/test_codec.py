@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from protocols import FrameError, Kind, decode_frame, encode_frame, registered
+from protocols import admin as a
 from protocols import group as g
 from protocols import metadata as m
 from protocols import producer as pr
@@ -168,6 +169,28 @@ SAMPLES: dict[type, Any] = {
         12, 4, (r.RecordBatch(40, 4, ("offset:my-group:T-0=105", "offset:my-group:T-1=98"), size_bytes=96),)
     ),
     g.CoordinatorResigned: g.CoordinatorResigned(12, 5),
+    a.DescribeGroupsRequest: a.DescribeGroupsRequest(("my-group",)),
+    a.DescribeGroupsResponse: a.DescribeGroupsResponse(
+        (
+            a.DescribedGroup(
+                E.NONE,
+                "my-group",
+                "Stable",
+                "consumer",
+                "range",
+                (a.DescribedGroupMember(_LEADER, None, "consumer-my-group-1", "consumer-1", g.Assignment((g.TopicPartitions("T", (0, 1)),))),),
+            ),
+        )
+    ),
+    a.ListGroupsRequest: a.ListGroupsRequest(("Empty",)),
+    a.ListGroupsResponse: a.ListGroupsResponse(E.NONE, (a.ListedGroup("my-group", "consumer", "Empty"),)),
+    a.DeleteGroupsRequest: a.DeleteGroupsRequest(("my-group",)),
+    a.DeleteGroupsResponse: a.DeleteGroupsResponse((a.DeletableGroupResult("my-group", E.NON_EMPTY_GROUP),)),
+    a.OffsetDeleteRequest: a.OffsetDeleteRequest("my-group", (g.TopicPartitions("T", (0, 1)),)),
+    a.OffsetDeleteResponse: a.OffsetDeleteResponse(
+        E.NONE, (g.PartitionError("T", 0, E.GROUP_SUBSCRIBED_TO_TOPIC), g.PartitionError("T", 1, E.NONE))
+    ),
+    a.AdminCommand: a.AdminCommand("reset_offsets", 1, "my-group", "T", (0, 1), "shift-by", 0, -10),
 }
 
 
