@@ -453,3 +453,44 @@ def test_a_reset_follows_its_coordinator_to_another_broker() -> None:
     # broker-3's ZooKeeper session (18 s) expires about 30 s in; the controller then elects
     # broker-1 for the group's partition, and the next lookup finds it.
     assert (done["ts_ms"], where(events, "admin_offsets_reset_sent")[0]["ts_ms"]) == (30149, 30127)
+
+
+LATER = """
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+"process.record.ms" = 1
+"auto.offset.reset" = "earliest"
+"start.ms" = 15000
+"""
+"""A consumer of the group started after the operator's reset."""
+
+
+def test_a_reset_to_latest_skips_what_the_stopped_group_had_not_read() -> None:
+    """The group stopped at STOPPED; the operator moves it to the log end at 12 s. The records
+    between are skipped because of the operator (`admin_reset`), the consumer started at 15 s
+    reads only what comes after, and nothing is read twice."""
+    events, cluster = run(scenario(GROUP, CLOSE, LATER, admin("reset_offsets", 12_000, group="my-group", to="latest"), duration=30_000))
+    with cluster:
+        checks = cluster.final_checks()
+    assert reset_events(events)[-1] == ("admin_offsets_reset", offsets(*LOG_END), "NONE")
+    skipped = sum(LOG_END) - sum(STOPPED)
+    assert checks["skipped_by_cause"] == {"admin_reset": skipped}
+    spans = sorted((s["partition"], s["first_offset"], s["end_offset"], s["consumer"]) for s in checks["skip_spans"])
+    assert spans == [(f"T-{p}", STOPPED[p], LOG_END[p], "admin") for p in range(4)]
+    assert checks["consumed"] == sum(STOPPED) == checks["acked"] - skipped
+    assert checks["duplicates"] == 0
+
+
+def test_a_reset_backwards_makes_the_group_read_again_because_of_the_operator() -> None:
+    """`--shift-by -50` on the stopped group: the consumer started at 15 s reads 50 records of
+    each partition a second time, `admin_reset` duplicates, then the rest once; nothing is
+    skipped."""
+    shift = admin("reset_offsets", 12_000, group="my-group", to="shift-by", shift_by=-50)
+    events, cluster = run(scenario(GROUP, CLOSE, LATER, shift, duration=30_000))
+    with cluster:
+        checks = cluster.final_checks()
+    assert reset_events(events)[-1] == ("admin_offsets_reset", offsets(*(c - 50 for c in STOPPED)), "NONE")
+    assert checks["duplicates_by_cause"] == {"admin_reset": 200}
+    assert checks["consumed"] == checks["acked"] + 200
+    assert checks["skipped"] == 0
