@@ -195,8 +195,9 @@ class Consumer:
         elif self.app is App.POLLING and now >= self.app_until_ms:
             self._poll(out)  # the poll returned nothing: the application polls again
 
-    def _poll(self, out: Out) -> None:
-        """The application calls `poll()`."""
+    def _poll(self, out: Out, *, resumed: bool = False) -> None:
+        """The application calls `poll()`; or (`resumed`) a `poll()` that a synchronous call
+        inside it blocked goes on, and the application does nothing of its own first."""
         now = self.clock.now_ms
         stall_until_ms = self.processing.stall_until_ms
         if now < stall_until_ms and self.workers is None:
@@ -210,9 +211,9 @@ class Consumer:
             for action in calls:
                 self._call_now(out, action)
             return
-        if self.workers is not None:
+        if self.workers is not None and not resumed:
             self.workers.resume_if_drained(out, self.membership)
-        if self.config.app_commit is AppCommit.PROCESSED and (offsets := self.processing.to_commit()):
+        if self.config.app_commit is AppCommit.PROCESSED and not resumed and (offsets := self.processing.to_commit()):
             self.commits.commit_offsets_async(out, CommitKind.ASYNC, offsets)
         self.membership.poll_heartbeat(out)
         self.app = App.POLLING
@@ -266,7 +267,7 @@ class Consumer:
         if self.workers is None:
             self.processing.finish(out, cfg.group_id)
         if cfg.app_commit is AppCommit.SYNC:
-            self._commit_sync(out, CommitKind.SYNC, self.subscriptions.all_consumed(), then="poll")
+            self._commit_sync(out, CommitKind.SYNC, self.subscriptions.all_consumed(), then="next_poll")
             return
         if cfg.app_commit is AppCommit.ASYNC:
             self.commits.commit_offsets_async(out, CommitKind.ASYNC, self.subscriptions.all_consumed())
@@ -344,6 +345,8 @@ class Consumer:
             for action in calls:
                 self._call_now(out, action)
         elif then == "poll":
+            self._poll(out, resumed=True)  # inside poll(): the rebalance step goes on
+        elif then == "next_poll":
             self._poll(out)
 
     # ------------------------------------------------------------------ close and unsubscribe
@@ -439,7 +442,7 @@ class Consumer:
                 self.listener_waiting = None
                 if then == "poll":
                     self.blocked_then = ""
-                    self._poll(out)  # the rebalance step runs again, and commits
+                    self._poll(out, resumed=True)  # the rebalance step runs again, and commits
                 else:
                     self._commit_sync(out, CommitKind.REVOKE, self.processing.finished_of(partitions), then=then)
 

@@ -17,6 +17,7 @@ REPLICATION = "tests/scenarios/test_replication.py"
 RULES = "tests/scenarios/test_replication_rules.py"
 CONTROLLER = "tests/scenarios/test_controller.py"
 PRODUCER = "tests/scenarios/test_producer.py"
+WORKERS = "tests/scenarios/test_workers.py"
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,5 +383,29 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/unit/group/test_group_coordinator_units.py::test_the_empty_group_id_is_invalid_for_every_membership_api",
             "tests/scenarios/test_consumer_groups.py::test_a_consumer_with_the_empty_group_id_is_refused_its_join_and_stops",
         ),
+    ),
+    Mutant(
+        "paused_partition_fetched",
+        "a paused partition is not fetched and poll() returns none of its records (KafkaConsumer.pause, SubscriptionState.isFetchable)",
+        "actors/consumer/fetcher.py",
+        "state.pending_revocation or state.paused or state.buffered",
+        "state.pending_revocation or state.buffered",
+        (f"{WORKERS}::test_a_full_queue_pauses_the_waiting_partitions_and_poll_goes_on",),
+    ),
+    Mutant(
+        "processed_commit_sends_positions",
+        "commit = processed commits the offsets after the records the workers finished, not the positions poll() reached",
+        "actors/consumer/behavior.py",
+        "(offsets := self.processing.to_commit())",
+        "(offsets := self.subscriptions.all_consumed())",
+        (f"{WORKERS}::test_committing_what_the_workers_processed_skips_nothing",),
+    ),
+    Mutant(
+        "revoke_without_waiting_for_workers",
+        "commit = processed: onPartitionsRevoked waits for the workers to finish the revoked partitions' records, then commits them",
+        "actors/consumer/behavior.py",
+        "        if self.workers is not None and self.workers.holds(partitions):\n",
+        "        if False:\n",
+        (f"{WORKERS}::test_committing_what_the_workers_processed_skips_nothing",),
     ),
 )
