@@ -408,4 +408,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "        if False:\n",
         (f"{WORKERS}::test_committing_what_the_workers_processed_skips_nothing",),
     ),
+    Mutant(
+        "paused_fetches_kept_before_2_4",
+        "before 2.4 the records fetched for a partition that is then paused are dropped and fetched again after the resume (KAFKA-7548 keeps them from 2.4)",
+        "actors/consumer/config.py",
+        "        return self.version >= (2, 4, 0)\n",
+        "        return True\n",
+        (f"{WORKERS}::test_before_2_4_a_paused_partitions_fetched_records_are_dropped_and_fetched_again",),
+    ),
 )

@@ -94,6 +94,37 @@ def test_a_full_queue_pauses_the_waiting_partitions_and_poll_goes_on(fetches: li
     assert (checks["consumed"], checks["acked"], checks["duplicates"], checks["rebalances"]) == (600, 600, 0, 1)
 
 
+def test_before_2_4_a_paused_partitions_fetched_records_are_dropped_and_fetched_again(fetches: list[Fetch]) -> None:
+    """The same consumer on 2.3 (whose producer spreads records round robin): every partition
+    is paused by 3144 ms; records fetched beyond what poll() returned are dropped (before
+    KAFKA-7548, `fetchRecords` discards a paused partition's completed fetch). So at the resume
+    (5144 ms) poll() has nothing buffered to return, and every partition is fetched again at
+    once from its position: T-1 from 60, the others from 20. From 2.4 the buffered records
+    would be returned without a fetch (the test above: T-2 paused again at the resume)."""
+    events, checks = run(scenario(ONE, records=600, duration=20_000, version="2.3"))
+    assert _pauses(events, 5152) == [
+        (3141, "paused", ["T-1"], 40),
+        (3142, "paused", ["T-0"], 60),
+        (3142, "paused", ["T-3"], 80),
+        (3144, "paused", ["T-2"], 100),
+        (5144, "resumed", ["T-0", "T-1", "T-2", "T-3"], 0),
+        (5149, "paused", ["T-2"], 40),
+        (5151, "paused", ["T-1"], 60),
+        (5152, "paused", ["T-0"], 80),
+        (5152, "paused", ["T-3"], 100),
+    ]
+    assert [f for f in fetches if f[0] <= 5144] == [
+        (3136, 2, [(1, 0)]),
+        (3137, 3, [(2, 0)]),
+        (3138, 1, [(0, 0), (3, 0)]),
+        (5144, 1, [(0, 20), (3, 20)]),
+        (5144, 2, [(1, 60)]),
+        (5144, 3, [(2, 20)]),
+    ]
+    assert _processed(events, "consumer-1", 1)[:4] == [(3541, 0, 20), (3941, 20, 40), (4341, 40, 60), (6741, 60, 80)]
+    assert (checks["consumed"], checks["acked"], checks["duplicates"]) == (600, 600, 0)
+
+
 TWO_WORKERS = """
 [[consumers]]
 "group.id" = "g"
