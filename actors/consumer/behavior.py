@@ -5,9 +5,10 @@ form `ClassicKafkaConsumer`), which runs the consumer's parts.
   commits if it is written to (`commit`), and polls again. With `processing = "workers"` it
   hands what `poll()` returned to its worker threads (`workers.WorkerPool`) and polls on; it
   pauses the partitions whose records wait once the hand-off queue holds
-  `worker.queue.records`, and resumes them, before a poll, once the queue has drained. A poll waits up to
-  `poll.timeout.ms` for records; every answer that arrives while it waits runs the poll's loop
-  again, as `KafkaConsumer.poll` does. A synchronous commit blocks the application until done.
+  `worker.queue.records`, and resumes them, before a poll, once the queue has drained. A poll
+  waits up to `poll.timeout.ms` for records; every answer that arrives while it waits runs the
+  poll's loop again, as `KafkaConsumer.poll` does. A synchronous commit blocks the application
+  until done.
 - **Each pass of the loop** throws the fencing error an asynchronous commit was answered with,
   if any, polls the group membership (`GroupMembership.poll`), gives positions to the
   partitions without one, validates positions after a leader change, and returns the records
