@@ -7,7 +7,9 @@ consumer. Where Kafka's code blocks that thread or throws out of `poll()`, a par
 through `ApplicationThread`.
 
 `Processing` is the scenario's application, not Kafka's: how long it takes over the records a
-poll returned, with its stalls and slow spells.
+poll returned, with its stalls and slow spells, and what it has processed. With
+`processing = "workers"` a pool of worker threads (`workers.WorkerPool`) does the work instead
+of the poll thread, with the same timing.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from enum import Enum
 from typing import Protocol
 
 from actors.consumer.fetcher import Returned
+from actors.consumer.subscription_state import Offsets
 from actors.core import Out
+from protocols.types import TopicPartition
 
 __all__ = ["App", "ApplicationThread", "Processing"]
 
@@ -49,6 +53,11 @@ class ApplicationThread(Protocol):
         """The synchronous commit the application waits for is done: answered, or given up
         after its retries."""
 
+    def revoked_offsets(self, out: Out, partitions: list[TopicPartition]) -> Offsets | None:
+        """What the application's `onPartitionsRevoked` commits for `partitions`, or None while
+        it waits for its workers to finish their records (the application is blocked, and polls
+        again once they are done)."""
+
 
 class Processing:
     def __init__(self, process_record_ms: int) -> None:
@@ -63,6 +72,11 @@ class Processing:
         """(from, until or None, ms per record) of each slow spell not yet over, oldest first."""
         self.stall_until_ms = 0
         self.processed = 0
+        self.finished: Offsets = {}
+        """Partition -> (the offset after its last record processed, that record's leader
+        epoch), for the partitions still owned: what `commit = "processed"` commits."""
+        self.committed: Offsets = {}
+        """What `commit = "processed"` last committed before a poll."""
 
     def start(self, now_ms: int, records: list[Returned], generation_id: int, member_id: str) -> int:
         """The application starts on the records; returns when it is done with them."""
@@ -90,20 +104,43 @@ class Processing:
     def finish(self, out: Out, group_id: str) -> None:
         """The application is done with the records: they are logged."""
         for r in self.records:
-            self.processed += r.end - r.first
-            out.emit(
-                "records_processed",
-                group_id=group_id,
-                member_id=self.member_id,
-                generation_id=self.generation_id,
-                topic=r.tp.topic,
-                partition=r.tp.partition,
-                first_offset=r.first,
-                end_offset=r.end,
-                records=r.end - r.first,
-                leader_epoch=r.leader_epoch,
-            )
+            self.log(out, group_id, self.member_id, self.generation_id, r)
         self.records = []
+
+    def log(self, out: Out, group_id: str, member_id: str, generation_id: int, r: Returned) -> None:
+        """Records processed: logged with the member that polled them, and counted."""
+        self.processed += r.end - r.first
+        self.finished[r.tp] = (r.end, r.leader_epoch)
+        out.emit(
+            "records_processed",
+            group_id=group_id,
+            member_id=member_id,
+            generation_id=generation_id,
+            topic=r.tp.topic,
+            partition=r.tp.partition,
+            first_offset=r.first,
+            end_offset=r.end,
+            records=r.end - r.first,
+            leader_epoch=r.leader_epoch,
+        )
+
+    def forget(self, owned: dict[TopicPartition, object]) -> None:
+        """Partitions no longer owned: what was processed of them is no one's to commit now."""
+        if any(tp not in owned for tp in self.finished):
+            self.finished = {tp: f for tp, f in self.finished.items() if tp in owned}
+        if any(tp not in owned for tp in self.committed):
+            self.committed = {tp: f for tp, f in self.committed.items() if tp in owned}
+
+    def finished_of(self, partitions: list[TopicPartition]) -> Offsets:
+        return {tp: self.finished[tp] for tp in partitions if tp in self.finished}
+
+    def to_commit(self) -> Offsets:
+        """`commit = processed` before a poll: what was processed, if it moved since the last
+        such commit (a failed commitAsync is not retried: the next one carries its offsets)."""
+        if not self.finished or self.finished == self.committed:
+            return {}
+        self.committed = dict(self.finished)
+        return self.committed
 
     def stall(self, now_ms: int, duration_ms: int) -> None:
         self.stall_until_ms = max(self.stall_until_ms, now_ms + duration_ms)

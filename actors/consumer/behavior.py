@@ -2,9 +2,13 @@
 form `ClassicKafkaConsumer`), which runs the consumer's parts.
 
 - **The application** calls `poll()`, processes what it returned (`application.Processing`),
-  commits if it is written to (`commit`), and polls again. A poll waits up to
-  `poll.timeout.ms` for records; every answer that arrives while it waits runs the poll's loop
-  again, as `KafkaConsumer.poll` does. A synchronous commit blocks the application until done.
+  commits if it is written to (`commit`), and polls again. With `processing = "workers"` it
+  hands what `poll()` returned to its worker threads (`workers.WorkerPool`) and polls on; it
+  pauses the partitions whose records wait once the hand-off queue holds
+  `worker.queue.records`, and resumes them, before a poll, once the queue has drained. A poll
+  waits up to `poll.timeout.ms` for records; every answer that arrives while it waits runs the
+  poll's loop again, as `KafkaConsumer.poll` does. A synchronous commit blocks the application
+  until done.
 - **Each pass of the loop** throws the fencing error an asynchronous commit was answered with,
   if any, polls the group membership (`GroupMembership.poll`), gives positions to the
   partitions without one, validates positions after a leader change, and returns the records
@@ -17,8 +21,8 @@ form `ClassicKafkaConsumer`), which runs the consumer's parts.
 
 Every fact the analytics need is logged: records processed per partition as offset ranges,
 commits sent and answered, assignments, revocations and losses with their reason.
-Left out: `assign()`, `seek()`, `pause()` and `wakeup()`: the application only subscribes,
-polls, commits and closes or unsubscribes.
+Left out: `assign()`, `seek()` and `wakeup()`: the application only subscribes, polls, pauses
+and resumes (with workers), commits and closes or unsubscribes.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 from actors.consumer.application import App, Processing
 from actors.consumer.commits import CommitKind, CommitRequestManager
-from actors.consumer.config import AppCommit, ConsumerConfig
+from actors.consumer.config import AppCommit, ConsumerConfig, ProcessingMode
 from actors.consumer.consumer_coordinator import ConsumerCoordinator
 from actors.consumer.fetcher import Fetcher, Returned
 from actors.consumer.group_membership import NO_GENERATION, GroupMembership
@@ -35,6 +39,7 @@ from actors.consumer.metadata import ConsumerMetadata
 from actors.consumer.network import TIMEOUT, Clock, NetworkClient
 from actors.consumer.offset_fetcher import OffsetFetcher
 from actors.consumer.subscription_state import Offsets, SubscriptionState
+from actors.consumer.workers import WorkerPool
 from actors.core import Ctx, Inbound, Out
 from protocols.application import ApplicationCall
 from protocols.connection import Disconnected
@@ -55,7 +60,13 @@ class Consumer:
         self.clock = Clock()
         self.network = NetworkClient(config, self.clock)
         self.subscriptions = SubscriptionState()
-        self.fetcher = Fetcher(config.max_partition_fetch_bytes, config.fetch_min_bytes, config.fetch_max_wait_ms, self.subscriptions)
+        self.fetcher = Fetcher(
+            config.max_partition_fetch_bytes,
+            config.fetch_min_bytes,
+            config.fetch_max_wait_ms,
+            self.subscriptions,
+            keep_paused=config.keeps_paused_fetches,
+        )
         self.metadata = ConsumerMetadata(config, self.clock, self.network, self.subscriptions)
         coordinator = ConsumerCoordinator(config, self.clock, self.network, self.subscriptions, self)
         self.membership: GroupMembership = coordinator
@@ -65,6 +76,11 @@ class Consumer:
         self.app = App.STARTING
         self.app_until_ms = 0
         self.processing = Processing(config.process_record_ms)
+        workers = config.processing is ProcessingMode.WORKERS
+        self.workers = WorkerPool(config, self.processing, self.subscriptions) if workers else None
+        self.listener_waiting: tuple[list[TopicPartition], str] | None = None
+        """`onPartitionsRevoked` (`commit = processed`) waits for the workers to finish these
+        partitions' records, then commits them and goes on with `then`."""
         self.deferred_calls: list[str] = []
         """`close` or `unsubscribe` calls waiting for the application to be between polls."""
         self.blocked_then = ""
@@ -113,6 +129,8 @@ class Consumer:
             self._close_timed_out(out)
         elif kind == "reset-retry":
             self._resume_poll(out)
+        elif kind == "worker":
+            self._worker_done(out, int(arg))
         else:
             self.membership.on_timer(out, kind)
         self._maybe_closed(out)
@@ -161,6 +179,8 @@ class Consumer:
             "positions": {str(tp): s.position for tp, s in sorted(self.subscriptions.assigned.items())},
             "app": self.app.value,
             "processed": self.processing.processed,
+            "paused": [str(tp) for tp in self.subscriptions.paused()],
+            **({"workers": self.workers.snapshot()} if self.workers is not None else {}),
         }
 
     # ------------------------------------------------------------------ the poll loop
@@ -176,11 +196,12 @@ class Consumer:
         elif self.app is App.POLLING and now >= self.app_until_ms:
             self._poll(out)  # the poll returned nothing: the application polls again
 
-    def _poll(self, out: Out) -> None:
-        """The application calls `poll()`."""
+    def _poll(self, out: Out, *, resumed: bool = False) -> None:
+        """The application calls `poll()`; or (`resumed`) a `poll()` that a synchronous call
+        inside it blocked goes on, and the application does nothing of its own first."""
         now = self.clock.now_ms
         stall_until_ms = self.processing.stall_until_ms
-        if now < stall_until_ms:
+        if now < stall_until_ms and self.workers is None:
             self.app, self.app_until_ms = App.PROCESSING, stall_until_ms
             out.set_timer("app", stall_until_ms - now)
             return
@@ -191,6 +212,10 @@ class Consumer:
             for action in calls:
                 self._call_now(out, action)
             return
+        if self.workers is not None and not resumed:
+            self.workers.resume_if_drained(out, self.membership)
+        if self.config.app_commit is AppCommit.PROCESSED and not resumed and (offsets := self.processing.to_commit()):
+            self.commits.commit_offsets_async(out, CommitKind.ASYNC, offsets)
         self.membership.poll_heartbeat(out)
         self.app = App.POLLING
         # A poll(0) that finds nothing returns at once, and the application polls again: here
@@ -212,6 +237,7 @@ class Consumer:
             self.fail(out, "OffsetCommit: FENCED_INSTANCE_ID")
             return
         self.membership.poll(out)
+        self._drop_revoked(out)
         if self.app is not App.POLLING:
             return  # a call inside it blocks (a synchronous commit) or stopped the consumer
         self.commits.refresh_committed_offsets_if_needed(out)
@@ -225,15 +251,24 @@ class Consumer:
     def _process(self, out: Out, returned: list[Returned]) -> None:
         now = self.clock.now_ms
         self.app = App.PROCESSING
+        if self.workers is not None:
+            # The hand-off takes no time; the poll thread then commits as written and polls.
+            self.workers.hand_off(out, now, returned, self.membership)
+            self.app_until_ms = now
+            out.set_timer("app", 0)
+            return
         self.app_until_ms = self.processing.start(now, returned, self.membership.generation_id, self.membership.member_id)
         out.set_timer("app", self.app_until_ms - now)
 
     def _processed(self, out: Out) -> None:
-        """The application finished the records: log them, commit as written, poll again."""
+        """The application finished the records (or handed them to its workers): log them,
+        commit as written, poll again. `commit = sync` and `async` commit the positions, what
+        the polls returned, whether the workers have processed it or not."""
         cfg = self.config
-        self.processing.finish(out, cfg.group_id)
+        if self.workers is None:
+            self.processing.finish(out, cfg.group_id)
         if cfg.app_commit is AppCommit.SYNC:
-            self._commit_sync(out, CommitKind.SYNC, self.subscriptions.all_consumed(), then="poll")
+            self._commit_sync(out, CommitKind.SYNC, self.subscriptions.all_consumed(), then="next_poll")
             return
         if cfg.app_commit is AppCommit.ASYNC:
             self.commits.commit_offsets_async(out, CommitKind.ASYNC, self.subscriptions.all_consumed())
@@ -250,6 +285,8 @@ class Consumer:
                 self._call_now(out, call.action)
         elif self.app is App.STOPPED:
             return
+        elif call.action == "stall" and self.workers is not None:
+            self.workers.stall(out, now, call.duration_ms)
         elif call.action == "stall":
             self.processing.stall(now, call.duration_ms)
             if self.app is App.PROCESSING and self.app_until_ms < self.processing.stall_until_ms:
@@ -257,7 +294,9 @@ class Consumer:
                 out.set_timer("app", self.app_until_ms - now)
         elif call.action == "slow":
             end = self.processing.slow(now, call.duration_ms, call.record_ms)
-            if self.app is App.PROCESSING and end is not None:
+            if self.workers is not None:
+                self.workers.slow(out, now)
+            elif self.app is App.PROCESSING and end is not None:
                 self.app_until_ms = max(end, self.processing.stall_until_ms)
                 out.set_timer("app", max(0, self.app_until_ms - now))
 
@@ -271,6 +310,9 @@ class Consumer:
         self.app = App.STOPPED
         self.deferred_calls = []
         out.cancel_timer("app")
+        self.listener_waiting = None
+        if self.workers is not None:
+            self.workers.drop_unowned(out, self.clock.now_ms, ())  # the pool is shut down
         self.membership.stop(out)
         self.metadata.close()
 
@@ -304,6 +346,8 @@ class Consumer:
             for action in calls:
                 self._call_now(out, action)
         elif then == "poll":
+            self._poll(out, resumed=True)  # inside poll(): the rebalance step goes on
+        elif then == "next_poll":
             self._poll(out)
 
     # ------------------------------------------------------------------ close and unsubscribe
@@ -380,10 +424,50 @@ class Consumer:
         to call commits the partitions synchronously (`onPartitionsLost` does not): the commit
         is made and the application waits for it, then goes on with `then`. True if it did."""
         owned = self.subscriptions.owned()
-        if self.config.app_commit is not AppCommit.ON_REVOKE or not owned or self.membership.partitions_lost_on_leave():
+        if not self.config.app_commit.listener_commits or not owned or self.membership.partitions_lost_on_leave():
             return False
-        self._commit_sync(out, CommitKind.REVOKE, self.subscriptions.consumed_of(owned), then=then)
+        offsets = self._revoked_offsets(out, owned, then)
+        if offsets is not None:
+            self._commit_sync(out, CommitKind.REVOKE, offsets, then=then)
         return True
+
+    # ------------------------------------------------------------------ the workers
+
+    def _worker_done(self, out: Out, index: int) -> None:
+        if self.workers is None or not self.workers.finish(out, index, self.clock.now_ms, self.config.group_id):
+            return
+        if self.listener_waiting is not None:
+            partitions, then = self.listener_waiting
+            if not self.workers.holds(partitions):
+                # `onPartitionsRevoked` stops waiting: it commits, and what called it goes on.
+                self.listener_waiting = None
+                if then == "poll":
+                    self.blocked_then = ""
+                    self._poll(out, resumed=True)  # the rebalance step runs again, and commits
+                else:
+                    self._commit_sync(out, CommitKind.REVOKE, self.processing.finished_of(partitions), then=then)
+
+    def revoked_offsets(self, out: Out, partitions: list[TopicPartition]) -> Offsets | None:
+        return self._revoked_offsets(out, partitions, "poll")
+
+    def _revoked_offsets(self, out: Out, partitions: list[TopicPartition], then: str) -> Offsets | None:
+        """`onPartitionsRevoked`'s commit: the positions (`on_revoke`), or what was processed
+        (`processed`) once the workers are done with the partitions' records, queued ones
+        included; until then the application waits in the listener."""
+        if self.config.app_commit is not AppCommit.PROCESSED:
+            return self.subscriptions.consumed_of(partitions)
+        if self.workers is not None and self.workers.holds(partitions):
+            self.listener_waiting = (partitions, then)
+            self.block_on_commit(out, then)
+            return None
+        return self.processing.finished_of(partitions)
+
+    def _drop_revoked(self, out: Out) -> None:
+        """After the rebalance step: what the application held of partitions it no longer
+        owns goes (what it had processed, its workers' tasks and its pauses)."""
+        self.processing.forget(self.subscriptions.assigned)
+        if self.workers is not None:
+            self.workers.drop_unowned(out, self.clock.now_ms, self.subscriptions.assigned)
 
     # ------------------------------------------------------------------ fetches and connections
 

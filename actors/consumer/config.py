@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["AppCommit", "ConsumerConfig", "JoinPrepareCommit"]
+__all__ = ["AppCommit", "ConsumerConfig", "JoinPrepareCommit", "ProcessingMode"]
 
 
 class AppCommit(Enum):
@@ -19,6 +19,24 @@ class AppCommit(Enum):
     """`commitAsync()` after processing each poll's records (never retried)."""
     ON_REVOKE = "on_revoke"
     """`commitSync(revoked partitions)` in `onPartitionsRevoked`."""
+    PROCESSED = "processed"
+    """`commitAsync` of the offsets after the last record processed per partition before each
+    `poll()`, and in `onPartitionsRevoked` (once the workers are done with the revoked
+    partitions' records) `commitSync` of the revoked partitions' ones."""
+
+    @property
+    def listener_commits(self) -> bool:
+        """`onPartitionsRevoked` commits the revoked partitions synchronously."""
+        return self in (AppCommit.ON_REVOKE, AppCommit.PROCESSED)
+
+
+class ProcessingMode(Enum):
+    """Which thread processes what `poll()` returned."""
+
+    POLL_THREAD = "poll_thread"
+    """The poll thread itself, which polls again once it is done."""
+    WORKERS = "workers"
+    """A pool of worker threads fed by a bounded hand-off queue, while the poll thread polls on."""
 
 
 class JoinPrepareCommit(Enum):
@@ -81,6 +99,10 @@ class ConsumerConfig:
     poll_timeout_ms: int = 100
     process_record_ms: int = 0
     start_ms: int = 0
+    processing: ProcessingMode = ProcessingMode.POLL_THREAD
+    worker_threads: int = 4
+    worker_queue_records: int = 500
+    """The records waiting in the hand-off queue at which the application pauses partitions."""
 
     @property
     def member_id_required(self) -> bool:
@@ -97,6 +119,12 @@ class ConsumerConfig:
         """KIP-320's consumer side (KAFKA-7747, 2.3): after a leader change a position is
         checked with OffsetsForLeaderEpoch before it is fetched from again."""
         return self.version >= (2, 3, 0)
+
+    @property
+    def keeps_paused_fetches(self) -> bool:
+        """KAFKA-7548 (2.4): records fetched for a partition that is then paused stay buffered
+        until it is resumed; before, they were dropped and fetched again."""
+        return self.version >= (2, 4, 0)
 
     @property
     def join_prepare_commit(self) -> JoinPrepareCommit:

@@ -14,8 +14,10 @@ What it models of the Java consumer:
   its last assignment for the sticky assignors (Kafka's `userData`);
 - `onJoinComplete`: EAGER takes the new assignment whole; COOPERATIVE revokes what moved (no
   auto-commit) and rejoins (KIP-429); the next auto-commit is an interval away;
-- the application's rebalance listener: with `commit = on_revoke`, `onPartitionsRevoked`
-  commits the revoked partitions synchronously first (`onPartitionsLost` commits nothing);
+- the application's rebalance listener: with `commit = on_revoke` (or `processed`),
+  `onPartitionsRevoked` commits the revoked partitions synchronously first, what the
+  application says (`ApplicationThread.revoked_offsets`, which may first wait for its
+  workers); `onPartitionsLost` commits nothing;
 - `onLeavePrepare` on `close()` and `unsubscribe()`: the partitions are revoked, or lost when
   the member is out of its generation or a rebalance is under way.
 
@@ -31,7 +33,7 @@ from actors.consumer.application import ApplicationThread
 from actors.consumer.assignment import MemberSubscription, RebalanceProtocol
 from actors.consumer.assignors import ASSIGNORS, rebalance_protocol
 from actors.consumer.commits import CommitKind, CommitRequestManager, is_retriable
-from actors.consumer.config import AppCommit, ConsumerConfig, JoinPrepareCommit
+from actors.consumer.config import ConsumerConfig, JoinPrepareCommit
 from actors.consumer.membership import MemberState
 from actors.consumer.network import Clock, NetworkClient
 from actors.consumer.subscription_state import Offsets, SubscriptionState, by_topic
@@ -134,9 +136,11 @@ class ConsumerCoordinator(AbstractCoordinator):
         if self.protocol is RebalanceProtocol.COOPERATIVE or not owned:
             return True
         lost = not m.generation_valid or (not m.member_id and self.config.keep_member_id_on_illegal_generation)
-        if not lost and self.config.app_commit is AppCommit.ON_REVOKE and not self.join_prepare_revoked:
+        if not lost and self.config.app_commit.listener_commits and not self.join_prepare_revoked:
             if commits.revoke_commit is None:
-                self._commit_sync(out, CommitKind.REVOKE, self.subscriptions.consumed_of(owned))
+                offsets = self.app.revoked_offsets(out, owned)
+                if offsets is not None:  # None: the listener waits for the application's workers
+                    self._commit_sync(out, CommitKind.REVOKE, offsets)
                 return False
             commit = commits.get(commits.revoke_commit)
             if commit is not None and commit.error is None:
@@ -208,10 +212,12 @@ class ConsumerCoordinator(AbstractCoordinator):
         synchronously before they go (KIP-429: the only commit a cooperative revocation gets).
         False while that commit is in flight."""
         commits = self.commits
-        if self.config.app_commit is not AppCommit.ON_REVOKE:
+        if not self.config.app_commit.listener_commits:
             return True
         if commits.revoke_commit is None:
-            self._commit_sync(out, CommitKind.REVOKE, self.subscriptions.consumed_of(revoked))
+            offsets = self.app.revoked_offsets(out, revoked)
+            if offsets is not None:  # None: the listener waits for the application's workers
+                self._commit_sync(out, CommitKind.REVOKE, offsets)
             return False
         commit = commits.get(commits.revoke_commit)
         if commit is not None and commit.error is None:

@@ -2,11 +2,14 @@
 
 What it models of the Java consumer:
 - a fetch goes to each partition's leader, one request in flight per broker, for the partitions
-  with a position, nothing buffered and no validation pending, with the leader epoch the
+  with a position, nothing buffered, no validation pending and not paused, with the leader epoch the
   consumer knows (KIP-320); a broker whose connection failed is not fetched from until its
   back-off has passed (`NetworkClient.ready`);
 - fetched data is kept only if the partition is still assigned and fetchable and the data starts
   at the current position (`FetchCollector`); `poll()` returns at most `max.poll.records`;
+- a paused partition's records are not returned: from 2.4 they stay buffered until it is
+  resumed (KAFKA-7548), before they were dropped, answers in flight included, and fetched
+  again after the resume;
 - an answer's partition errors: one that means stale metadata asks for it again, and
   OFFSET_OUT_OF_RANGE at the current position clears the position for `auto.offset.reset`.
 
@@ -56,11 +59,15 @@ class Fetcher:
         fetch_min_bytes: int,
         fetch_max_wait_ms: int,
         subscriptions: SubscriptionState | None = None,
+        *,
+        keep_paused: bool = True,
     ) -> None:
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
         self.fetch_min_bytes = fetch_min_bytes
         self.fetch_max_wait_ms = fetch_max_wait_ms
         self.subscriptions = SubscriptionState() if subscriptions is None else subscriptions
+        self.keep_paused = keep_paused
+        """KAFKA-7548 (2.4): a paused partition's fetched records are kept, not dropped."""
         self.in_flight: dict[int, int] = {}
         """Broker -> the correlation id of its fetch in flight."""
 
@@ -100,7 +107,7 @@ class Fetcher:
         by_leader: dict[int, list[FetchPartition]] = {}
         for tp in sorted(self.subscriptions.assigned):
             state = self.subscriptions.assigned[tp]
-            if state.position is None or state.pending_revocation or state.buffered or state.awaiting_validation:
+            if state.position is None or state.pending_revocation or state.paused or state.buffered or state.awaiting_validation:
                 continue
             leader, epoch = self.subscriptions.leaders.get(tp, (-1, -1))
             if leader < 0 or leader in self.in_flight or (ready is not None and not ready(leader)):
@@ -164,6 +171,8 @@ class Fetcher:
             return answer.error_code
         if state is None or state.pending_revocation or state.position != fetch_offsets.get(tp):
             return ErrorCode.NONE  # no longer wanted: discarded
+        if state.paused and not self.keep_paused:
+            return ErrorCode.NONE  # before 2.4 a paused partition is not fetchable: discarded
         state.buffered = list(_records_from(answer.records, state.position))
         return ErrorCode.NONE
 
@@ -176,7 +185,9 @@ class Fetcher:
             state = self.subscriptions.assigned[tp]
             if room == 0:
                 break
-            if state.pending_revocation or not state.buffered or state.position is None:
+            if state.paused and not self.keep_paused:
+                state.buffered = []  # before 2.4 poll() drops them (`fetchRecords`)
+            if state.pending_revocation or state.paused or not state.buffered or state.position is None:
                 continue
             taken = state.buffered[:room]
             state.buffered = state.buffered[room:]
@@ -187,7 +198,7 @@ class Fetcher:
         return returned
 
     def has_buffered(self) -> bool:
-        return any(s.buffered and not s.pending_revocation for s in self.subscriptions.assigned.values())
+        return any(s.buffered and not s.pending_revocation and not s.paused for s in self.subscriptions.assigned.values())
 
 
 def _records_from(batches: tuple[RecordBatch, ...], position: int) -> list[tuple[int, int]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.consumer.assignors import ASSIGNORS
-from actors.consumer.config import AppCommit, ConsumerConfig
+from actors.consumer.config import AppCommit, ConsumerConfig, ProcessingMode
 from actors.profiles import Profile
 from actors.settings import SettingError, setting, suggest
 
@@ -42,13 +42,31 @@ SETTINGS = (
         "commit",
         str,
         "none",
-        choices=("none", "sync", "async", "on_revoke"),
+        choices=("none", "sync", "async", "on_revoke", "processed"),
         doc="what the application commits besides auto-commit: commitSync or commitAsync after "
-        "each poll's records, or commitSync of the revoked partitions in onPartitionsRevoked",
+        "each poll's records, commitSync of the revoked partitions in onPartitionsRevoked, or "
+        "the offsets after the records processed (commitAsync before each poll; commitSync in "
+        "onPartitionsRevoked once the workers are done with the revoked partitions)",
     ),
     setting("poll.timeout.ms", int, 100, low=0, doc="the Duration the application passes to poll()"),
     setting("process.record.ms", int, 0, low=0, doc="the application's processing time per record"),
     setting("start.ms", int, 0, low=0),
+    setting(
+        "processing",
+        str,
+        "poll_thread",
+        choices=("poll_thread", "workers"),
+        doc="who processes what poll() returned: the poll thread, or a pool of worker threads "
+        "fed by a bounded hand-off queue while the poll thread polls on",
+    ),
+    setting("worker.threads", int, 4, low=1, high=1000, doc="the worker pool's size (processing = workers)"),
+    setting(
+        "worker.queue.records",
+        int,
+        500,
+        low=1,
+        doc="records waiting in the hand-off queue at which the application pauses their partitions",
+    ),
 )
 
 
@@ -121,4 +139,7 @@ def consumer_config(
         poll_timeout_ms=entry["poll.timeout.ms"],
         process_record_ms=entry["process.record.ms"],
         start_ms=entry["start.ms"],
+        processing=ProcessingMode(entry["processing"]),
+        worker_threads=entry["worker.threads"],
+        worker_queue_records=entry["worker.queue.records"],
     )

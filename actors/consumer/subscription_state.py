@@ -5,6 +5,9 @@ What it models of the Java consumer:
   leader epoch of the record before it, unknown until the committed offset is fetched or
   `auto.offset.reset` applies (`updateFetchPositions`);
 - a partition pending revocation (KAFKA-14196) is not fetched and its records are not returned;
+- a partition the application paused (`KafkaConsumer.pause`) is not fetched and its records are
+  not returned until it resumes it; a new assignment does not keep the pause of a partition
+  revoked meanwhile (`assignFromSubscribed` keeps the state of partitions it keeps);
 - each partition's leader and leader epoch as Metadata last gave them (`FetchPosition`'s
   `currentLeader`): after a leader change, a position read in an older epoch awaits validation
   (KIP-320);
@@ -13,7 +16,7 @@ What it models of the Java consumer:
   them with the position they were fetched for).
 
 Left out: `assign()` and pattern subscriptions (the topics are fixed and the group assigns
-their partitions), and pausing partitions.
+their partitions).
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ class PartitionState:
     position: int | None = None
     position_epoch: int = -1
     pending_revocation: bool = False
+    paused: bool = False
+    """The application paused it (`KafkaConsumer.pause`): not fetched, nothing returned."""
     retry_at_ms: int = 0
     """A reset refused with a retriable error waits until then (`requestFailed`)."""
     awaiting_validation: bool = False
@@ -70,6 +75,17 @@ class SubscriptionState:
     def mark_pending_revocation(self, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self.assigned[tp].pending_revocation = True
+
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.assigned[tp].paused = True
+
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.assigned[tp].paused = False
+
+    def paused(self) -> list[TopicPartition]:
+        return [tp for tp in sorted(self.assigned) if self.assigned[tp].paused]
 
     # ------------------------------------------------------------------ positions
 

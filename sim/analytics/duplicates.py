@@ -72,7 +72,7 @@ def _consumer_events(events: DataFrame) -> DataFrame:
     settings = F.struct(
         F.col("group_id").alias("c_group"),
         F.col("enable_auto_commit").alias("auto_commit"),
-        (F.col("commit") == "on_revoke").alias("listener"),
+        F.col("commit").isin("on_revoke", "processed").alias("listener"),
     )
     outcome = F.when(F.col("event") == "offset_commit_answered", F.col("error")).when(started, F.lit("NONE"))
     return (

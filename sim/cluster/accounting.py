@@ -91,6 +91,8 @@ _JOIN_PREPARE_BUGS = {JoinPrepareCommit.ASYNC_NOT_AWAITED: "kafka_14024", JoinPr
 """The version bugs of the pre-rebalance auto-commit: 3.2.0 sends it and does not wait for it
 (a failure is never retried), and 3.2.1 and 3.2.2 wait for it while polls go on returning
 records of the partitions about to be revoked."""
+LISTENER_COMMITS = ("on_revoke", "processed")
+"""The `commit` settings whose `onPartitionsRevoked` commits the revoked partitions."""
 _TWO_HOLDERS = "unexplained"
 """Two holds that have not ended processed the same offset: no label of Kafka's explains it."""
 
@@ -177,7 +179,7 @@ class GroupAccounting:
     # ------------------------------------------------------------------ events
 
     def _started(self, e: Mapping[str, Any]) -> None:
-        self._members[e["node"]] = Member(e["group_id"], e["enable_auto_commit"], e["commit"] == "on_revoke")
+        self._members[e["node"]] = Member(e["group_id"], e["enable_auto_commit"], e["commit"] in LISTENER_COMMITS)
 
     def _assigned(self, e: Mapping[str, Any]) -> list[Violation]:
         member = self._members.get(e["node"])

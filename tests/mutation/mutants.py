@@ -17,6 +17,7 @@ REPLICATION = "tests/scenarios/test_replication.py"
 RULES = "tests/scenarios/test_replication_rules.py"
 CONTROLLER = "tests/scenarios/test_controller.py"
 PRODUCER = "tests/scenarios/test_producer.py"
+WORKERS = "tests/scenarios/test_workers.py"
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,5 +460,37 @@ MUTANTS: tuple[Mutant, ...] = (
         "            offset_delete=v >= (2, 4, 0),\n",
         "            offset_delete=True,\n",
         ("tests/scenarios/test_admin.py::test_older_versions_lack_the_requests",),
+    ),
+    Mutant(
+        "paused_partition_fetched",
+        "a paused partition is not fetched and poll() returns none of its records (KafkaConsumer.pause, SubscriptionState.isFetchable)",
+        "actors/consumer/fetcher.py",
+        "state.pending_revocation or state.paused or state.buffered",
+        "state.pending_revocation or state.buffered",
+        (f"{WORKERS}::test_a_full_queue_pauses_the_waiting_partitions_and_poll_goes_on",),
+    ),
+    Mutant(
+        "processed_commit_sends_positions",
+        "commit = processed commits the offsets after the records the workers finished, not the positions poll() reached",
+        "actors/consumer/behavior.py",
+        "(offsets := self.processing.to_commit())",
+        "(offsets := self.subscriptions.all_consumed())",
+        (f"{WORKERS}::test_committing_what_the_workers_processed_skips_nothing",),
+    ),
+    Mutant(
+        "revoke_without_waiting_for_workers",
+        "commit = processed: onPartitionsRevoked waits for the workers to finish the revoked partitions' records, then commits them",
+        "actors/consumer/behavior.py",
+        "        if self.workers is not None and self.workers.holds(partitions):\n",
+        "        if False:\n",
+        (f"{WORKERS}::test_committing_what_the_workers_processed_skips_nothing",),
+    ),
+    Mutant(
+        "paused_fetches_kept_before_2_4",
+        "before 2.4 the records fetched for a partition that is then paused are dropped and fetched again after the resume (KAFKA-7548 keeps them from 2.4)",
+        "actors/consumer/config.py",
+        "        return self.version >= (2, 4, 0)\n",
+        "        return True\n",
+        (f"{WORKERS}::test_before_2_4_a_paused_partitions_fetched_records_are_dropped_and_fetched_again",),
     ),
 )

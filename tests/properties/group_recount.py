@@ -141,7 +141,7 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
                     expired[(e["group_id"], tp)] = committed.pop((e["group_id"], tp))
             continue
         if name == "consumer_started":
-            consumers[e["node"]] = Consumer(e["group_id"], e["enable_auto_commit"], e["commit"] == "on_revoke")
+            consumers[e["node"]] = Consumer(e["group_id"], e["enable_auto_commit"], e["commit"] in ("on_revoke", "processed"))
             continue
         if name == "node_crashed":
             crashed = consumers.get(e["target"])

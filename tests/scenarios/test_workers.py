@@ -1,0 +1,221 @@
+"""Processing on worker threads (`processing = "workers"`), end to end: the poll thread hands
+what `poll()` returned to a bounded queue and polls on, pausing the partitions whose records
+wait while the queue is full; workers log records as processed when they finish them. Each test
+checks one rule through the event log (and the consumer's fetches) with exact values."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from actors.consumer.fetcher import Fetcher
+from tests.scenarios.test_consumer_groups import run, scenario, where
+
+Fetch = tuple[int, int, list[tuple[int, int]]]
+
+ONE = """
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+"session.timeout.ms" = 6000
+"max.poll.interval.ms" = 1000
+"max.poll.records" = 20
+"process.record.ms" = 20
+"auto.offset.reset" = "earliest"
+processing = "workers"
+"worker.threads" = 1
+"worker.queue.records" = 40
+"""
+
+
+@pytest.fixture
+def fetches(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Fetch]]:
+    """(time, broker, [(partition, offset)]) of every Fetch a consumer sends."""
+    sent: list[Fetch] = []
+    original = Fetcher.send_fetches
+
+    def send_fetches(self: Fetcher, out: Any, network: Any) -> None:
+        for leader, request in self.fetch_requests(network.ready):
+            sent.append((network.clock.now_ms, leader, [(p.partition, p.fetch_offset) for p in request.partitions]))
+        original(self, out, network)
+
+    monkeypatch.setattr(Fetcher, "send_fetches", send_fetches)
+    yield sent
+
+
+def _pauses(events: list[dict[str, Any]], until_ms: int) -> list[tuple[int, str, list[str], int]]:
+    return [
+        (e["ts_ms"], e["event"].removeprefix("partitions_"), e["partitions"], e["count"])
+        for e in events
+        if e["event"] in ("partitions_paused", "partitions_resumed") and e["ts_ms"] <= until_ms
+    ]
+
+
+def _processed(events: list[dict[str, Any]], node: str, partition: int) -> list[tuple[int, int, int]]:
+    return [(e["ts_ms"], e["first_offset"], e["end_offset"]) for e in where(events, "records_processed", node=node, partition=partition)]
+
+
+def test_a_full_queue_pauses_the_waiting_partitions_and_poll_goes_on(fetches: list[Fetch]) -> None:
+    """One worker at 20 ms a record against 100 records a second, a queue of 40 records. The
+    hand-off at 3134 ms leaves 40 records of T-2 waiting: T-2 is paused; at 3136 ms T-0's
+    records join them, and T-0 is paused too. No fetch carries a paused partition. The worker
+    takes the queue's last task at 4092 ms; the next poll() (4136 ms, the poll loop's 100 ms
+    cadence) resumes both: T-2's records buffered meanwhile are returned at once (kept since
+    KAFKA-7548), which fills the queue again, and T-0 is fetched again from offset 9 at 4149 ms.
+    A stall of the workers from 5000 ms for 3000 ms holds T-2's task begun at 4936 ms until
+    8336 ms (4936 + 20 x 20 + 3000), while the poll thread polls on: with
+    `max.poll.interval.ms` = 1000 the member is never timed out, and the group never rebalances."""
+    stall = '\n[[faults]]\nkind = "stall"\nnode = "consumer-1"\n"at.ms" = 5000\n"duration.ms" = 3000\n'
+    events, checks = run(scenario(ONE, stall, records=600, duration=20_000))
+    assert _pauses(events, 8355) == [
+        (3134, "paused", ["T-2"], 40),
+        (3136, "paused", ["T-0"], 41),
+        (4136, "resumed", ["T-0", "T-2"], 0),
+        (4136, "paused", ["T-2"], 40),
+        (4155, "paused", ["T-0"], 60),
+        (8355, "resumed", ["T-0", "T-2"], 0),
+        (8355, "paused", ["T-0"], 40),
+        (8355, "paused", ["T-2"], 60),
+    ]
+    # Fetches stop for a paused partition and start again after its resume.
+    paused = {0: [(3136, 4136), (4155, 8355)], 2: [(3134, 4136), (4136, 8355)]}
+    for ts, _, parts in fetches:
+        for partition, _ in parts:
+            assert not any(lo <= ts < hi for lo, hi in paused.get(partition, [])), (ts, partition)
+    t0 = [(ts, broker, offset) for ts, broker, parts in fetches for p, offset in parts if p == 0]
+    assert [f for f in t0 if 3100 <= f[0] <= 4200] == [(3126, 1, 0), (3132, 1, 8), (4149, 1, 9)]
+    # The worker's tasks of T-2, one at a time; the stall holds the one in hand.
+    assert _processed(events, "consumer-1", 2)[:5] == [
+        (3692, 0, 20), (4092, 20, 40), (4536, 40, 60), (4936, 60, 80), (8336, 80, 100)
+    ]
+    assert where(events, "poll_timeout_expired") == where(events, "group_member_removed") == []
+    assert (checks["consumed"], checks["acked"], checks["duplicates"], checks["rebalances"]) == (600, 600, 0, 1)
+
+
+def test_before_2_4_a_paused_partitions_fetched_records_are_dropped_and_fetched_again(fetches: list[Fetch]) -> None:
+    """The same consumer on 2.3 (whose producer spreads records round robin): every partition
+    is paused by 3144 ms; records fetched beyond what poll() returned are dropped (before
+    KAFKA-7548, `fetchRecords` discards a paused partition's completed fetch). So at the resume
+    (5144 ms) poll() has nothing buffered to return, and every partition is fetched again at
+    once from its position: T-1 from 60, the others from 20. From 2.4 the buffered records
+    would be returned without a fetch (the test above: T-2 paused again at the resume)."""
+    events, checks = run(scenario(ONE, records=600, duration=20_000, version="2.3"))
+    assert _pauses(events, 5152) == [
+        (3141, "paused", ["T-1"], 40),
+        (3142, "paused", ["T-0"], 60),
+        (3142, "paused", ["T-3"], 80),
+        (3144, "paused", ["T-2"], 100),
+        (5144, "resumed", ["T-0", "T-1", "T-2", "T-3"], 0),
+        (5149, "paused", ["T-2"], 40),
+        (5151, "paused", ["T-1"], 60),
+        (5152, "paused", ["T-0"], 80),
+        (5152, "paused", ["T-3"], 100),
+    ]
+    assert [f for f in fetches if f[0] <= 5144] == [
+        (3136, 2, [(1, 0)]),
+        (3137, 3, [(2, 0)]),
+        (3138, 1, [(0, 0), (3, 0)]),
+        (5144, 1, [(0, 20), (3, 20)]),
+        (5144, 2, [(1, 60)]),
+        (5144, 3, [(2, 20)]),
+    ]
+    assert _processed(events, "consumer-1", 1)[:4] == [(3541, 0, 20), (3941, 20, 40), (4341, 40, 60), (6741, 60, 80)]
+    assert (checks["consumed"], checks["acked"], checks["duplicates"]) == (600, 600, 0)
+
+
+TWO_WORKERS = """
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+count = 2
+"session.timeout.ms" = 6000
+"auto.commit.interval.ms" = 1000
+"enable.auto.commit" = {auto}
+commit = "{commit}"
+"max.poll.records" = 20
+"process.record.ms" = 20
+"auto.offset.reset" = "earliest"
+processing = "workers"
+"worker.threads" = 1
+"worker.queue.records" = 60
+"""
+CRASH = '\n[[faults]]\nkind = "crash"\nnode = "consumer-1"\n"at.ms" = 9200\n'
+
+
+def _never_processed(events: list[dict[str, Any]], acked_ends: dict[int, int]) -> dict[int, list[tuple[int, int]]]:
+    """Per partition, the offset ranges below its log end that no consumer processed."""
+    gaps: dict[int, list[tuple[int, int]]] = {}
+    for partition, log_end in sorted(acked_ends.items()):
+        ranges = sorted((e["first_offset"], e["end_offset"]) for e in where(events, "records_processed", partition=partition))
+        end = 0
+        for first, last in ranges + [(log_end, log_end)]:
+            if first > end:
+                gaps.setdefault(partition, []).append((end, first))
+            end = max(end, last)
+    return gaps
+
+
+def _log_ends(events: list[dict[str, Any]]) -> dict[int, int]:
+    ends: dict[int, int] = {}
+    for e in where(events, "records_processed"):
+        ends[e["partition"]] = max(ends.get(e["partition"], 0), e["end_offset"])
+    return ends
+
+
+def test_auto_commit_with_workers_skips_what_was_returned_but_not_processed() -> None:
+    """Auto-commit commits the positions, what poll() returned, whatever the workers finished.
+    consumer-1's last auto-commit, at 9126 ms, commits T-2 at 200 while its worker had finished
+    T-2 up to 140 (the task [120, 140) done at 8926 ms); it finishes nothing more before its
+    crash at 9200 ms, so the queue and the task in hand die with it. Generation 2 gives T-2 to
+    consumer-2 from 200: [140, 200) is never processed. consumer-2 loses records too: its
+    pre-rebalance auto-commit commits T-0 at its position, 516, and `onPartitionsRevoked` drops
+    its queued T-0 records [442, 516), which it gets back from 516."""
+    events, checks = run(scenario(TWO_WORKERS.format(auto="true", commit="none"), CRASH, records=2000, duration=60_000))
+    commits = {e["commit_id"]: e for e in where(events, "offset_commit_sent", node="consumer-1")}
+    answered = [a for a in where(events, "offset_commit_answered", node="consumer-1", error="NONE") if a["ts_ms"] < 9200]
+    last = commits[answered[-1]["commit_id"]]
+    assert (last["ts_ms"], last["kind"], last["offsets"]) == (9126, "auto", [["T", 2, 200], ["T", 3, 0]])
+    assert _processed(events, "consumer-1", 2)[-2:] == [(8526, 100, 120), (8926, 120, 140)]
+    taken = {e["partition"]: (e["offset"], e["source"]) for e in where(events, "fetch_position_set", node="consumer-2", generation_id=2)}
+    assert taken == {0: (516, "committed"), 1: (152, "committed"), 2: (200, "committed"), 3: (0, "committed")}
+    ends = _log_ends(events)
+    assert sum(ends.values()) == checks["acked"] == 2000
+    assert _never_processed(events, ends) == {0: [(442, 516)], 2: [(140, 200)]}
+    assert checks["consumed"] == 2000 - 74 - 60
+    assert checks["duplicates"] == 0
+
+
+def test_committing_what_the_workers_processed_skips_nothing() -> None:
+    """The same crash with `commit = "processed"` and no auto-commit: before each poll the
+    application commits the offsets after the records its workers finished (consumer-1's last,
+    at 8926 ms, T-2 at 140, as its worker finished [120, 140)), so consumer-2 takes T-2 over
+    from 140. consumer-2's `onPartitionsRevoked` (the group rebalances from 15090 ms, once
+    consumer-1's session expired) waits for its worker to finish what it was given of T-0 and
+    T-1, [102, 152) and [342, 382), then commits 382 and 152 (16822 ms) before the revocation
+    (16842 ms). Every record is processed, none twice: consumer-1 finished nothing after its
+    last commit."""
+    events, checks = run(scenario(TWO_WORKERS.format(auto="false", commit="processed"), CRASH, records=2000, duration=60_000))
+    commits = {e["commit_id"]: e for e in where(events, "offset_commit_sent", node="consumer-1")}
+    answered = [a for a in where(events, "offset_commit_answered", node="consumer-1", error="NONE") if a["ts_ms"] < 9200]
+    last = commits[answered[-1]["commit_id"]]
+    assert (last["ts_ms"], last["kind"], last["offsets"]) == (8926, "async", [["T", 2, 140]])
+    taken = {e["partition"]: e["offset"] for e in where(events, "fetch_position_set", node="consumer-2", generation_id=2)}
+    assert taken[2] == 140
+    rebalance = [e["ts_ms"] for e in where(events, "group_state_changed", group_id="g", state="PreparingRebalance")]
+    assert rebalance == [86, 15090]
+    during = [
+        (e["ts_ms"], e["partition"], e["first_offset"], e["end_offset"])
+        for e in where(events, "records_processed", node="consumer-2")
+        if 15090 <= e["ts_ms"] <= 16822
+    ]
+    assert during == [(15422, 1, 102, 122), (15822, 1, 122, 142), (16022, 1, 142, 152), (16422, 0, 342, 362), (16822, 0, 362, 382)]
+    revoke = [(e["ts_ms"], e["offsets"]) for e in where(events, "offset_commit_sent", node="consumer-2", kind="revoke")]
+    assert revoke == [(16822, [["T", 0, 382], ["T", 1, 152]])]
+    [revoked] = where(events, "partitions_revoked", node="consumer-2")
+    assert (revoked["ts_ms"], revoked["partitions"]) == (16842, ["T-0", "T-1"])
+    ends = _log_ends(events)
+    assert sum(ends.values()) == checks["acked"] == 2000
+    assert _never_processed(events, ends) == {}
+    assert (checks["consumed"], checks["duplicates"]) == (2000, 0)
