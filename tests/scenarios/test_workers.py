@@ -185,6 +185,10 @@ def test_auto_commit_with_workers_skips_what_was_returned_but_not_processed() ->
     assert _never_processed(events, ends) == {0: [(442, 516)], 2: [(140, 200)]}
     assert checks["consumed"] == 2000 - 74 - 60
     assert checks["duplicates"] == 0
+    # Both gaps are skipped: commits moved the group past records the workers never finished.
+    assert checks["skipped_by_cause"] == {"committed_before_processed": 74 + 60}
+    spans = sorted((s["partition"], s["first_offset"], s["end_offset"], s["consumer"]) for s in checks["skip_spans"])
+    assert spans == [("T-0", 442, 516, "consumer-2"), ("T-2", 140, 200, "consumer-1")]
 
 
 def test_committing_what_the_workers_processed_skips_nothing() -> None:
@@ -218,4 +222,4 @@ def test_committing_what_the_workers_processed_skips_nothing() -> None:
     ends = _log_ends(events)
     assert sum(ends.values()) == checks["acked"] == 2000
     assert _never_processed(events, ends) == {}
-    assert (checks["consumed"], checks["duplicates"]) == (2000, 0)
+    assert (checks["consumed"], checks["duplicates"], checks["skipped"]) == (2000, 0, 0)
