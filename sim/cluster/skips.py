@@ -139,8 +139,7 @@ class Pass:
     hi: int
     cause: str
     node: str
-    from_ms: int
-    to_ms: int
+    ts_ms: int
 
 
 class SkipLedger:
@@ -159,17 +158,12 @@ class SkipLedger:
         if hi <= lo:
             return
         passes = self._passes.setdefault((group, tp), [])
-        end = passes[-1].hi if passes else 0
-        if lo >= end:  # the common case: the frontier moves on
-            last = passes[-1] if passes else None
-            if last is not None and last.hi == lo and last.cause == cause and last.node == node:
-                last.hi, last.to_ms = hi, ts_ms
-            else:
-                passes.append(Pass(lo, hi, cause, node, ts_ms, ts_ms))
+        if not passes or lo >= passes[-1].hi:  # the common case: the frontier moves on
+            passes.append(Pass(lo, hi, cause, node, ts_ms))
             return
         covered = [(p.lo, p.hi) for p in passes]
         for a, b in subtract([(lo, hi)], covered):
-            passes.insert(bisect_left(passes, a, key=lambda p: p.lo), Pass(a, b, cause, node, ts_ms, ts_ms))
+            passes.insert(bisect_left(passes, a, key=lambda p: p.lo), Pass(a, b, cause, node, ts_ms))
 
     def figures(self, final: Mapping[str, FinalLog]) -> dict[str, Any]:
         """`skipped`, `skipped_by_cause`, `skip_spans` and `processed_then_lost`."""
@@ -184,6 +178,12 @@ class SkipLedger:
             for p in passes:
                 for lo, hi, cause in _skipped_in(p, log, processed, everywhere):
                     by_cause[cause] = by_cause.get(cause, 0) + hi - lo
+                    last = spans[-1] if spans else None
+                    if last is not None and (last["group_id"], last["partition"], last["consumer"], last["cause"], last["end_offset"]) == (
+                        group, tp, p.node, cause, lo
+                    ):
+                        last["end_offset"], last["to_ms"] = hi, p.ts_ms  # one consumer's passes, one after the other
+                        continue
                     spans.append(
                         {
                             "group_id": group,
@@ -191,8 +191,8 @@ class SkipLedger:
                             "partition": tp,
                             "first_offset": lo,
                             "end_offset": hi,
-                            "from_ms": p.from_ms,
-                            "to_ms": p.to_ms,
+                            "from_ms": p.ts_ms,
+                            "to_ms": p.ts_ms,
                             "cause": cause,
                         }
                     )
