@@ -84,20 +84,30 @@ def heartbeat_answer(state: GroupState, *, none_while_completing: bool) -> tuple
 
 
 def offset_commit_error(
-    group: ClassicGroup | None, generation_id: int, member_id: str, group_instance_id: str | None
+    group: ClassicGroup | None,
+    generation_id: int,
+    member_id: str,
+    group_instance_id: str | None,
+    *,
+    unmanaged_to_empty: bool,
 ) -> ErrorCode:
     """NONE if the commit is to be stored, else the error that answers it, in Kafka's order:
     1. no such group: generation < 0 creates it (the caller does), else ILLEGAL_GENERATION;
     2. Dead: COORDINATOR_NOT_AVAILABLE;
-    3. with a generation >= 0, a member id or an instance id: the member checks, then
+    3. `unmanaged_to_empty` (KAFKA-14201, 3.3.0): generation < 0 to an Empty group is stored,
+       whatever member and instance id it names (a consumer using `assign()` with a
+       `group.instance.id` sends one);
+    4. with a generation >= 0, a member id or an instance id: the member checks, then
        ILLEGAL_GENERATION for another generation;
-    4. otherwise (generation -1, nobody): UNKNOWN_MEMBER_ID unless the group is Empty;
-    5. by state: CompletingRebalance gets REBALANCE_IN_PROGRESS; Empty, Stable and
+    5. otherwise (generation -1, nobody): UNKNOWN_MEMBER_ID unless the group is Empty;
+    6. by state: CompletingRebalance gets REBALANCE_IN_PROGRESS; Empty, Stable and
        PreparingRebalance store it."""
     if group is None:
         return E.NONE if generation_id < 0 else E.ILLEGAL_GENERATION
     if group.is_(GroupState.DEAD):
         return E.COORDINATOR_NOT_AVAILABLE
+    if unmanaged_to_empty and generation_id < 0 and group.is_(GroupState.EMPTY):
+        return E.NONE
     if generation_id >= 0 or member_id or group_instance_id is not None:
         error = validate_current_member(group, member_id, group_instance_id)
         if error is not E.NONE:

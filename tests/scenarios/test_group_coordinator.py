@@ -377,3 +377,58 @@ def test_every_acknowledged_commit_survives_the_failover(story: Story) -> None:
     acknowledged = {f"{topic}-{partition}": offset for e in accepted for topic, partition, offset in e["offsets"]}
     assert acknowledged == {"T-0": 10, "T-1": 20, "T-2": 30}
     assert fetched(at(story.c2, OffsetFetchResponse, 12102)) == acknowledged
+
+
+# ----------------------------------------------------------------------------- KAFKA-14201
+
+
+def _versioned(version: str, *overrides: str) -> Cluster:
+    scenario = parse_scenario(SCENARIO, "group-coordinator", [f"kafka.version={version}", *overrides])
+    return Cluster(scenario, host=HostKind.DIRECT)
+
+
+def unmanaged_commit(member_id: str, instance: str | None, offsets: dict[int, int]) -> OffsetCommitRequest:
+    """A commit from outside group management (`assign()`): generation -1."""
+    parts = tuple(OffsetCommitPartition(p, o) for p, o in sorted(offsets.items()))
+    return OffsetCommitRequest(GROUP, -1, member_id, instance, topics=(OffsetCommitTopic("T", parts),))
+
+
+@pytest.mark.parametrize(
+    ("version", "error", "answered", "committed"),
+    [
+        ("3.2.3", E.UNKNOWN_MEMBER_ID, (1102, 1302), {"T-0": 5, "T-1": -1, "T-2": -1}),
+        ("3.3", E.NONE, (1106, 1306), {"T-0": 5, "T-1": 6, "T-2": 7}),
+    ],
+)
+def test_generation_minus_one_to_an_empty_group_is_stored_whoever_sends_it_from_3_3(
+    version: str, error: ErrorCode, answered: tuple[int, int], committed: dict[str, int]
+) -> None:
+    """KAFKA-14201 (3.3.0). A client outside group management commits T-0 = 5 with generation -1
+    and no member (1001: the group is created Empty and the commit stored at 1005); then a
+    client using `assign()` with a `group.instance.id` (1101) and one naming a member id
+    (1301) commit to the Empty group. 3.2.3 looks for that member in a group with none and
+    answers each UNKNOWN_MEMBER_ID at once (1101, 1301: nothing written); 3.3 stores them once
+    replicated (1105, 1305), and the commit invariant agrees with the coordinator in both."""
+    c1 = Client(
+        [
+            (1000, COORDINATOR_1, unmanaged_commit("", None, {0: 5})),
+            (1100, COORDINATOR_1, unmanaged_commit("", "i-1", {1: 6})),
+            (1300, COORDINATOR_1, unmanaged_commit("consumer-my-group-1-x", None, {2: 7})),
+            (1500, COORDINATOR_1, FETCH),
+        ]
+    )
+    with _versioned(version) as cluster:
+        events = _start(cluster, c1=c1)
+        cluster.run(until_ms=1600)
+    assert [p.error_code for p in at(c1, OffsetCommitResponse, 1006).partitions] == [E.NONE]
+    for t in answered:
+        assert [p.error_code for p in at(c1, OffsetCommitResponse, t).partitions] == [error]
+    completed = [(e["ts_ms"], e["member_id"], e["error"], e["group_state"]) for e in where(events, "offset_commit_completed")]
+    state = "Empty" if error is E.NONE else None
+    assert completed == [
+        (1005, "", "NONE", "Empty"),
+        (answered[0] - 1, "", error.name, state),
+        (answered[1] - 1, "consumer-my-group-1-x", error.name, state),
+    ]
+    assert fetched(at(c1, OffsetFetchResponse, 1502)) == committed
+    assert not where(events, "invariant_violated")
