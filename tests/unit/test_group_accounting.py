@@ -220,6 +220,11 @@ STORIES = {
         .at(500).assigned("c2", "m2", 2, "T-0").reset("c2", "m2", "T-0", 0).processed("c2", "m2", "T-0", 0, 60),
         50, {"log_truncation_or_reset": 10, "crash_before_commit": 40},
     ),
+    "unsubscribe() after a failed commit: the unsubscribe, which never commits, labels it": (
+        two_members().commit_answered("c1", "m1", "REBALANCE_IN_PROGRESS").at(300).revoked("c1", "m1", "unsubscribe", "T-0")
+        .at(400).assigned("c2", "m2", 2, "T-0").processed("c2", "m2", "T-0", 30, 60),
+        20, {"unsubscribe_without_commit": 20},
+    ),
     "a reset of the position re-reads under a new hold": (
         two_members().at(300).reset("c1", "m1", "T-0", 0).processed("c1", "m1", "T-0", 0, 60),
         50, {"log_truncation_or_reset": 50},
