@@ -106,6 +106,17 @@ class Profile:
     way to delete a group."""
     offset_delete: bool
     """KIP-496 (2.4.0): OffsetDelete, `kafka-consumer-groups --delete-offsets`."""
+    unmanaged_commit_to_empty_group: bool
+    """KAFKA-14201 (3.3.0): an OffsetCommit with generation -1 to an Empty group is stored
+    whatever member id and group instance id it carries (before, either one was validated as a
+    member of the group, which an Empty group has none of: UNKNOWN_MEMBER_ID)."""
+    group_max_size: bool
+    """KIP-389 (2.2.0): `group.max.size` caps a group's members (GROUP_MAX_SIZE_REACHED)."""
+    evict_last_joiners: bool
+    """KAFKA-9885 (2.6.0): over `group.max.size`, a rebalancing group refuses the members that
+    rejoin last and counts members joined with a KIP-394 member id; before, it refused each
+    member rejoining while the group was over the limit (the first ones) and let a pending
+    member's second JoinGroup through."""
     defaults: dict[str, Any]
 
     @property
@@ -142,6 +153,9 @@ class Profile:
             log_start_offset_in_fetch=v >= (0, 11, 0),
             delete_groups=v >= (1, 1, 0),
             offset_delete=v >= (2, 4, 0),
+            unmanaged_commit_to_empty_group=v >= (3, 3, 0),
+            group_max_size=v >= (2, 2, 0),
+            evict_last_joiners=v >= (2, 6, 0),
             defaults=_defaults(v),
         )
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from actors.addresses import broker_address, group_coordinator_address
 from actors.core import Address
-from actors.profiles import Profile
+from actors.profiles import INT_MAX, Profile
 
 __all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupCoordinatorConfig"]
 
@@ -27,6 +27,8 @@ class GroupCoordinatorConfig:
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
+    group_max_size: int = INT_MAX
+    """`group.max.size` (KIP-389, 2.2+; no limit before)."""
     skip_assignment_for_static_leader: bool = True
     """KIP-814 (JoinGroup v9, 3.2.0): a static leader that replaced itself in Stable is told it
     leads, with `skip_assignment`; before, it is told the old leader id."""

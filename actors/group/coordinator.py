@@ -18,7 +18,8 @@ in-process; here it is a message, so an append costs two latencies of the node's
 besides replication, and the broker does not hold the coordinator's other requests behind it.
 
 Left out: the new (KIP-848) coordinator and the consumer protocol, transactional offset
-commits, `group.max.size`, topic deletion removing offsets.
+commits, topic deletion removing offsets; of `group.max.size`, the dropping of a refused static
+restart's instance id in 2.3 to 2.7 (`removeStaticMember`).
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@
 - A static member (KIP-345, 2.3+) joins at once; if its instance id is known, the new member id
   replaces the old one (`updateStaticMemberThenRebalanceOrCompleteJoin`): in Stable with an
   unchanged protocol choice the group record is stored and no rebalance happens.
+- `group.max.size` (KIP-389, 2.2+) is checked first (`rules.accept_joining_member`): a refused
+  JoinGroup gets GROUP_MAX_SIZE_REACHED and its member id leaves the group.
 - A known member: in PreparingRebalance it joins the barrier; in CompletingRebalance with the
   same metadata it gets the current generation again; in Stable the leader, or a member whose
   metadata changed, starts a rebalance, and any other member gets the current generation.
@@ -19,7 +21,7 @@ from __future__ import annotations
 from actors.core import Ctx, Inbound, Out
 from actors.group import rebalance
 from actors.group.manager import GroupManager, PendingStore, StaticRevert, StoreKind, timer_key
-from actors.group.rules import select_protocol, validate_current_member
+from actors.group.rules import accept_joining_member, select_protocol, validate_current_member
 from actors.group.state import ClassicGroup, GroupState, MemberMetadata
 from protocols.errors import ErrorCode
 from protocols.group import JoinGroupRequest, JoinGroupResponse, SyncGroupResponse
@@ -56,7 +58,11 @@ def on_join_group(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: Jo
         group = m.create_classic_group(out, req.group_id, ctx.now_ms)
     instance = req.group_instance_id if config.profile.static_membership else None
     names = tuple(p.name for p in req.protocols)
-    if not group.supports_protocols(req.protocol_type, names):
+    if config.profile.group_max_size and not accept_joining_member(
+        group, req.member_id, config.group_max_size, evict_last_joiners=config.profile.evict_last_joiners
+    ):
+        _refuse_over_max_size(m, out, inbound, group, req.member_id)
+    elif not group.supports_protocols(req.protocol_type, names):
         fail(E.INCONSISTENT_GROUP_PROTOCOL)
     elif unknown:
         _new_member_join(m, ctx, out, inbound, req, group, instance)
@@ -64,6 +70,21 @@ def on_join_group(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: Jo
         _current_member_join(m, ctx, out, inbound, req, group, instance)
     if group.is_(S.PREPARING_REBALANCE):
         rebalance.try_complete_join(m, ctx, out, group)
+
+
+def _refuse_over_max_size(m: GroupManager, out: Out, inbound: Inbound, group: ClassicGroup, member_id: str) -> None:
+    """GROUP_MAX_SIZE_REACHED with no member id; the member, or the KIP-394 pending member, of
+    that id leaves the group with no rebalance of its own (in PreparingRebalance the join may
+    now complete without it)."""
+    if member_id in group.pending_members:
+        group.remove(member_id)
+        out.cancel_timer(timer_key("pending", group.group_id, member_id))
+        rebalance.member_removed(out, group, member_id, "group_max_size")
+    elif member_id in group.members:
+        group.remove(member_id)
+        m.cancel_session(out, group, member_id)
+        rebalance.member_removed(out, group, member_id, "group_max_size")
+    out.reply(inbound, JoinGroupResponse(E.GROUP_MAX_SIZE_REACHED, member_id=""))
 
 
 def _member(req: JoinGroupRequest, member_id: str, instance: str | None, inbound: Inbound) -> MemberMetadata:

@@ -9,7 +9,8 @@ it has heard is ignored, so a delayed message cannot undo a newer one.
 
 Load: the groups are rebuilt from the log (`records.replay`), Stable or Empty at their last
 stored generation; a rebalance under way on the previous coordinator is lost. Every loaded
-member's session starts now. A load takes no simulated time unless `load_ms` says otherwise;
+member's session starts now. A group with more members than `group.max.size` (2.2+) starts a
+rebalance at once (`onGroupLoaded`), whose join refuses the members beyond the limit. A load takes no simulated time unless `load_ms` says otherwise;
 meanwhile requests for the partition's groups get COORDINATOR_LOAD_IN_PROGRESS (SyncGroup:
 REBALANCE_IN_PROGRESS; Heartbeat: NONE).
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from actors.core import Ctx, Out
 from actors.group.manager import GroupManager, announce_group, timer_key
-from actors.group.rebalance import member_added, remove_sync_expiration
+from actors.group.rebalance import member_added, prepare_rebalance, remove_sync_expiration
 from actors.group.records import replay
 from actors.group.state import ClassicGroup, GroupState, as_classic
 from protocols.errors import ErrorCode
@@ -72,6 +73,11 @@ def _load(m: GroupManager, ctx: Ctx, out: Out, partition: int, leader_epoch: int
         for member in group.sorted_members():
             member_added(out, group, member)
             m.schedule_session(out, group, member)
+        if m.config.profile.group_max_size and len(group.members) > m.config.group_max_size:
+            # `onGroupLoaded`: a group over the limit (stored under a larger one, or past the
+            # check before 2.6) rebalances at once, so that its members commit and the join
+            # refuses the ones beyond the limit.
+            prepare_rebalance(m, ctx, out, group)
 
 
 def on_resigned(m: GroupManager, ctx: Ctx, out: Out, msg: CoordinatorResigned) -> None:

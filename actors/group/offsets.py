@@ -55,7 +55,10 @@ def on_offset_commit(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req:
     if error is E.NONE:
         if group is None and req.generation_id < 0:
             group = m.create_classic_group(out, req.group_id, ctx.now_ms)  # a standalone group
-        error = offset_commit_error(group, req.generation_id, req.member_id, instance)
+        error = offset_commit_error(
+            group, req.generation_id, req.member_id, instance,
+            unmanaged_to_empty=m.config.profile.unmanaged_commit_to_empty_group,
+        )
     if error is not E.NONE or group is None:
         _answer(out, inbound, req.group_id, req.member_id, req.generation_id, offsets, error)
         return

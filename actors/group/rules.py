@@ -6,6 +6,8 @@ so a unit test can name one row of each table:
 - `select_protocol`: `GroupMetadata.selectProtocol`, with ties broken by the smallest name
   (Kafka's `groupBy(...).maxBy` over a hash map leaves them to hash order);
 - `validate_current_member`: `validateCurrentMember` (static membership first, KIP-345);
+- `accept_joining_member`: `acceptJoiningMember` (KIP-389's `group.max.size`, as KAFKA-9885
+  made it in 2.6; the rule before it too);
 - `heartbeat_answer`: `handleHeartbeat` by state; 2.6 answers NONE in CompletingRebalance and
   resets the session there, earlier versions REBALANCE_IN_PROGRESS without the reset;
 - `offset_commit_error`: `handleCommitOffsets`, `validateOffsetCommit` and `doCommitOffsets`;
@@ -24,6 +26,7 @@ from protocols.errors import ErrorCode
 from protocols.types import TopicPartition
 
 __all__ = [
+    "accept_joining_member",
     "expired_offsets",
     "heartbeat_answer",
     "offset_commit_error",
@@ -64,6 +67,35 @@ def validate_current_member(group: ClassicGroup, member_id: str, group_instance_
     return E.NONE if group.has(member_id) else E.UNKNOWN_MEMBER_ID
 
 
+def accept_joining_member(group: ClassicGroup, member_id: str, max_size: int, *, evict_last_joiners: bool) -> bool:
+    """Whether a JoinGroup fits under `group.max.size` (KIP-389, 2.2+); a refused one is answered
+    GROUP_MAX_SIZE_REACHED and its member id leaves the group. Members count, KIP-394 pending
+    ones do not; static members count like any other.
+
+    From 2.6 (KAFKA-9885): Empty takes anyone; PreparingRebalance takes a member already
+    waiting in the join, and anyone else while fewer than `max_size` wait, so the members that
+    rejoin last are the ones refused (also a pending member's second JoinGroup); Stable and
+    CompletingRebalance take their members, and others while the group is below the limit (a
+    static member restarting with no member id is another, even in a full group).
+    Before 2.6: a member rejoining while the group is over the limit is refused, whatever its
+    state (the first ones to rejoin go), and a JoinGroup with no member id while the group is
+    at the limit; a pending member's second JoinGroup is not checked."""
+    member = group.members.get(member_id)
+    if not evict_last_joiners:
+        shed = len(group.members) > max_size and member is not None and member.awaiting_join is None
+        return not (shed or (member_id == "" and len(group.members) >= max_size))
+    match group.state:
+        case GroupState.EMPTY | GroupState.DEAD:
+            return True
+        case GroupState.PREPARING_REBALANCE:
+            awaiting = sum(1 for mm in group.members.values() if mm.awaiting_join is not None)
+            return (member is not None and member.awaiting_join is not None) or awaiting < max_size
+        case GroupState.COMPLETING_REBALANCE | GroupState.STABLE:
+            return member is not None or len(group.members) < max_size
+    msg = f"unknown state {group.state}"
+    raise AssertionError(msg)
+
+
 def heartbeat_answer(state: GroupState, *, none_while_completing: bool) -> tuple[ErrorCode, bool]:
     """The answer to a valid member's Heartbeat in `state`, and whether it resets the session."""
     match state:
@@ -84,20 +116,30 @@ def heartbeat_answer(state: GroupState, *, none_while_completing: bool) -> tuple
 
 
 def offset_commit_error(
-    group: ClassicGroup | None, generation_id: int, member_id: str, group_instance_id: str | None
+    group: ClassicGroup | None,
+    generation_id: int,
+    member_id: str,
+    group_instance_id: str | None,
+    *,
+    unmanaged_to_empty: bool,
 ) -> ErrorCode:
     """NONE if the commit is to be stored, else the error that answers it, in Kafka's order:
     1. no such group: generation < 0 creates it (the caller does), else ILLEGAL_GENERATION;
     2. Dead: COORDINATOR_NOT_AVAILABLE;
-    3. with a generation >= 0, a member id or an instance id: the member checks, then
+    3. `unmanaged_to_empty` (KAFKA-14201, 3.3.0): generation < 0 to an Empty group is stored,
+       whatever member and instance id it names (a consumer using `assign()` with a
+       `group.instance.id` sends one);
+    4. with a generation >= 0, a member id or an instance id: the member checks, then
        ILLEGAL_GENERATION for another generation;
-    4. otherwise (generation -1, nobody): UNKNOWN_MEMBER_ID unless the group is Empty;
-    5. by state: CompletingRebalance gets REBALANCE_IN_PROGRESS; Empty, Stable and
+    5. otherwise (generation -1, nobody): UNKNOWN_MEMBER_ID unless the group is Empty;
+    6. by state: CompletingRebalance gets REBALANCE_IN_PROGRESS; Empty, Stable and
        PreparingRebalance store it."""
     if group is None:
         return E.NONE if generation_id < 0 else E.ILLEGAL_GENERATION
     if group.is_(GroupState.DEAD):
         return E.COORDINATOR_NOT_AVAILABLE
+    if unmanaged_to_empty and generation_id < 0 and group.is_(GroupState.EMPTY):
+        return E.NONE
     if generation_id >= 0 or member_id or group_instance_id is not None:
         error = validate_current_member(group, member_id, group_instance_id)
         if error is not E.NONE:

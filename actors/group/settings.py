@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.group.config import GroupCoordinatorConfig
-from actors.profiles import Profile
+from actors.profiles import INT_MAX, Profile
 from actors.settings import setting
 
 __all__ = ["SETTINGS", "coordinator_config"]
@@ -32,6 +32,14 @@ SETTINGS = (
     ),
     setting("group.min.session.timeout.ms", int, 6000, low=0),
     setting("group.max.session.timeout.ms", int, None, low=0, profile_default="group.max.session.timeout.ms"),
+    setting(
+        "group.max.size",
+        int,
+        INT_MAX,
+        low=1,
+        high=INT_MAX,
+        doc="members a group may have (KIP-389, 2.2+; no effect before): GROUP_MAX_SIZE_REACHED beyond it",
+    ),
 )
 
 
@@ -47,5 +55,6 @@ def coordinator_config(broker_id: int, profile: Profile, settings: dict[str, Any
         group_initial_rebalance_delay_ms=settings["group.initial.rebalance.delay.ms"],
         group_min_session_timeout_ms=settings["group.min.session.timeout.ms"],
         group_max_session_timeout_ms=settings["group.max.session.timeout.ms"],
+        group_max_size=settings["group.max.size"],
         skip_assignment_for_static_leader=profile.version >= (3, 2, 0),  # KIP-814
     )

@@ -13,7 +13,7 @@ the leader leaves (`members.keys.headOption`) and "a joined member" when it did 
 (`members.find(_.isAwaitingJoin)`) follow hash order. Here both pick the lowest member id among
 the candidates, and every iteration that emits (responses, events) goes in member-id order.
 
-Left out: `group.max.size`, transactional offset commits, the KIP-848 consumer protocol.
+Left out: transactional offset commits, the KIP-848 consumer protocol.
 """
 
 from __future__ import annotations

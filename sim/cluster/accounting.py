@@ -57,7 +57,8 @@ unless a member reset its position (`auto.offset.reset`), the offsets expired or
 generation -1: the operator's `--reset-offsets`).
 `commit_accepted_only_when_valid`: a coordinator accepts a commit only as Kafka's
 `validateOffsetCommit` allows: from a member of the group's current generation while it is
-Stable or PreparingRebalance, or with no member and generation -1 while the group is Empty.
+Stable or PreparingRebalance, or with generation -1 while the group is Empty: from 3.3
+(KAFKA-14201) whatever member id it names, before only with none.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ _TWO_HOLDERS = "unexplained"
 class GroupAccounting:
     def __init__(self, version: Version = NEWEST) -> None:
         self._join_prepare_bug = _JOIN_PREPARE_BUGS.get(JoinPrepareCommit.for_version(version))
+        self._unmanaged_commit_to_empty = version >= (3, 3, 0)
+        """KAFKA-14201: generation -1 to an Empty group is valid whatever member id it names."""
         """The label of an eager revocation with auto-commit in this Kafka version, if its
         pre-rebalance commit has a bug."""
         self.consumed = 0
@@ -282,7 +285,9 @@ class GroupAccounting:
             return []
         found = []
         generation, member, state = e["generation_id"], e["member_id"], e["group_state"]
-        if generation >= 0 or member:
+        if generation < 0 and state == "Empty" and self._unmanaged_commit_to_empty:
+            valid = True
+        elif generation >= 0 or member:
             valid = member in self._generation_members.get((e["group_id"], generation), ()) and state in (
                 "Stable",
                 "PreparingRebalance",

@@ -12,6 +12,7 @@ import pytest
 
 from sim.analytics.jobs import ISR_EVENTS, analyze_runs
 from sim.cluster.scenario import parse_scenario
+from sim.engine.kernel import HostKind
 from sim.studies.runner import run_scenario
 
 pytestmark = pytest.mark.spark
@@ -170,3 +171,25 @@ def test_partition_ownership_per_consumer_matches_the_log(spark: Any, tmp_path: 
     crash = next(e["ts_ms"] for e in events if e["event"] == "node_crashed")
     assert {h["to_ms"] for h in analysis["ownership"] if h["consumer"] == "consumer-1"} == {crash}
     assert {h["generation_id"] for h in analysis["ownership"] if h["consumer"] == "consumer-2"} == {1, 2}
+
+
+def test_two_groups_reading_one_topic_count_their_duplicates_apart(spark: Any, tmp_path: Path) -> None:
+    """A duplicate is a record one group processes again: group `h` reads every record of `T`
+    that group `g` reads, and neither reading is a duplicate of the other. Spark's count keeps
+    the groups apart and equals summary.json: only `g`'s crash makes duplicates, and the records
+    consumed are both groups'."""
+    out = tmp_path / "two-groups"
+    text = GROUP + '[[consumers]]\n"group.id" = "h"\ntopics = ["T"]\n"auto.offset.reset" = "earliest"\n'
+    summary = run_scenario(parse_scenario(text, "two-groups"), out, host=HostKind.DIRECT)
+    [analysis] = analyze_runs(spark, [out])
+    events = _events(out)
+    by_group: Counter[str] = Counter()
+    for e in events:
+        if e["event"] == "records_processed":
+            by_group[e["group_id"]] += e["end_offset"] - e["first_offset"]
+    assert by_group["h"] == 3000 and by_group["g"] > 3000
+    assert list(summary["duplicates_by_cause"]) == ["crash_before_commit"]
+    assert summary["duplicates"] == by_group["g"] - 3000
+    want = {k: summary[k] for k in ("consumed", "duplicates", "duplicates_by_cause")}
+    assert {k: analysis[k] for k in want} == want
+    assert analysis["consumed"] == by_group["g"] + by_group["h"]

@@ -377,3 +377,192 @@ def test_every_acknowledged_commit_survives_the_failover(story: Story) -> None:
     acknowledged = {f"{topic}-{partition}": offset for e in accepted for topic, partition, offset in e["offsets"]}
     assert acknowledged == {"T-0": 10, "T-1": 20, "T-2": 30}
     assert fetched(at(story.c2, OffsetFetchResponse, 12102)) == acknowledged
+
+
+# ----------------------------------------------------------------------------- KAFKA-14201
+
+
+def _versioned(version: str, *overrides: str) -> Cluster:
+    scenario = parse_scenario(SCENARIO, "group-coordinator", [f"kafka.version={version}", *overrides])
+    return Cluster(scenario, host=HostKind.DIRECT)
+
+
+def unmanaged_commit(member_id: str, instance: str | None, offsets: dict[int, int]) -> OffsetCommitRequest:
+    """A commit from outside group management (`assign()`): generation -1."""
+    parts = tuple(OffsetCommitPartition(p, o) for p, o in sorted(offsets.items()))
+    return OffsetCommitRequest(GROUP, -1, member_id, instance, topics=(OffsetCommitTopic("T", parts),))
+
+
+@pytest.mark.parametrize(
+    ("version", "error", "answered", "committed"),
+    [
+        ("3.2.3", E.UNKNOWN_MEMBER_ID, (1102, 1302), {"T-0": 5, "T-1": -1, "T-2": -1}),
+        ("3.3", E.NONE, (1106, 1306), {"T-0": 5, "T-1": 6, "T-2": 7}),
+    ],
+)
+def test_generation_minus_one_to_an_empty_group_is_stored_whoever_sends_it_from_3_3(
+    version: str, error: ErrorCode, answered: tuple[int, int], committed: dict[str, int]
+) -> None:
+    """KAFKA-14201 (3.3.0). A client outside group management commits T-0 = 5 with generation -1
+    and no member (1001: the group is created Empty and the commit stored at 1005); then a
+    client using `assign()` with a `group.instance.id` (1101) and one naming a member id
+    (1301) commit to the Empty group. 3.2.3 looks for that member in a group with none and
+    answers each UNKNOWN_MEMBER_ID at once (1101, 1301: nothing written); 3.3 stores them once
+    replicated (1105, 1305), and the commit invariant agrees with the coordinator in both."""
+    c1 = Client(
+        [
+            (1000, COORDINATOR_1, unmanaged_commit("", None, {0: 5})),
+            (1100, COORDINATOR_1, unmanaged_commit("", "i-1", {1: 6})),
+            (1300, COORDINATOR_1, unmanaged_commit("consumer-my-group-1-x", None, {2: 7})),
+            (1500, COORDINATOR_1, FETCH),
+        ]
+    )
+    with _versioned(version) as cluster:
+        events = _start(cluster, c1=c1)
+        cluster.run(until_ms=1600)
+    assert [p.error_code for p in at(c1, OffsetCommitResponse, 1006).partitions] == [E.NONE]
+    for t in answered:
+        assert [p.error_code for p in at(c1, OffsetCommitResponse, t).partitions] == [error]
+    completed = [(e["ts_ms"], e["member_id"], e["error"], e["group_state"]) for e in where(events, "offset_commit_completed")]
+    state = "Empty" if error is E.NONE else None
+    assert completed == [
+        (1005, "", "NONE", "Empty"),
+        (answered[0] - 1, "", error.name, state),
+        (answered[1] - 1, "consumer-my-group-1-x", error.name, state),
+    ]
+    assert fetched(at(c1, OffsetFetchResponse, 1502)) == committed
+    assert not where(events, "invariant_violated")
+
+
+# ----------------------------------------------------------------------------- group.max.size
+
+
+def max_size_story(version: str) -> tuple[Client, Client, list[dict[str, Any]]]:
+    """`group.max.size` = 1. C1 and C2 both get a member id while the group is Empty; C1 joins
+    with it at 1201 (PreparingRebalance), C2 at 1301. C1 assigns at 8000; broker 1 crashes at
+    9000, broker 2 loads the group at 14032, C2 rejoins at 16101 and C1 at 16201."""
+    c1 = Client(
+        [
+            (1000, broker_address(1), FIND),
+            (1100, lambda c: c.coordinator, join()),
+            (1200, lambda c: c.coordinator, rejoin),
+            (8000, COORDINATOR_1, sync(lambda c: {c.member_id: (0, 1, 2)})),
+            (16050, broker_address(2), FIND),
+            (16200, lambda c: c.coordinator, rejoin),
+        ]
+    )
+    c2 = Client(
+        [
+            (1000, broker_address(1), FIND),
+            (1110, lambda c: c.coordinator, join()),
+            (1300, lambda c: c.coordinator, rejoin),
+            (16050, broker_address(3), FIND),
+            (16100, lambda c: c.coordinator, rejoin),
+        ]
+    )
+    with _versioned(version, "broker.group.max.size=1") as cluster:
+        events = _start(cluster, c1=c1, c2=c2)
+        cluster.run(until_ms=9000)
+        cluster.crash("broker-1")
+        cluster.run(until_ms=16300)
+    return c1, c2, events
+
+
+def _pending_id(c: Client) -> str:
+    """The member id the coordinator handed out with MEMBER_ID_REQUIRED (KIP-394)."""
+    return next(m.member_id for _, m in c.answers(JoinGroupResponse) if m.error_code is E.MEMBER_ID_REQUIRED)
+
+
+def test_from_2_6_the_join_refuses_a_member_id_beyond_group_max_size_and_the_loaded_group_stays() -> None:
+    """KIP-389 as KAFKA-9885 made it (2.6+). While C1 waits in the join (PreparingRebalance, one
+    member waiting), C2's JoinGroup with its KIP-394 id is one too many: GROUP_MAX_SIZE_REACHED
+    with no member id (1302), its pending id leaves the group (`group_max_size`), and
+    generation 1 forms with C1 alone after the initial delay (4201). Broker 2 loads that group
+    (one member: no rebalance), refuses C2 again in Stable (16102: the limit is checked before
+    the member id), and C1's leader rejoin forms generation 2 (16201)."""
+    c1, c2, events = max_size_story("2.6")
+    refused = at(c2, JoinGroupResponse, 1302)
+    assert (refused.error_code, refused.member_id) == (E.GROUP_MAX_SIZE_REACHED, "")
+    assert [(e["ts_ms"], e["node"], e["member_id"]) for e in where(events, "group_member_removed", reason="group_max_size")] == [
+        (1301, "broker-1", _pending_id(c2))
+    ]
+    generations = [(e["ts_ms"], e["node"], e["generation_id"], e["members"]) for e in where(events, "generation_started")]
+    assert generations == [(4201, "broker-1", 1, [c1.member_id]), (16201, "broker-2", 2, [c1.member_id])]
+    [loaded] = where(events, "group_state_changed", node="broker-2", previous_state=None)
+    assert (loaded["ts_ms"], loaded["state"]) == (14032, "Stable")
+    assert at(c2, JoinGroupResponse, 16102).error_code is E.GROUP_MAX_SIZE_REACHED
+    assert at(c1, JoinGroupResponse, 16202).generation_id == 2
+
+
+def test_before_2_6_a_pending_member_gets_past_group_max_size_and_a_loaded_group_over_it_sheds_the_first_rejoiner() -> None:
+    """KIP-389 before KAFKA-9885 (2.2 to 2.5). A member id handed out with MEMBER_ID_REQUIRED is
+    not checked on its second JoinGroup, so C2 joins (1301) and generation 1 forms with both
+    members (7201, the initial delay waited again for C2): one over the limit. Broker 2 loads it
+    over the limit and starts a rebalance at once (`onGroupLoaded`, 14032); the join refuses
+    the first member to rejoin while the group is over (C2, 16101), and generation 2 forms with
+    C1 (16201)."""
+    c1, c2, events = max_size_story("2.5")
+    assert at(c2, JoinGroupResponse, 7202).error_code is E.NONE
+    generations = [(e["ts_ms"], e["node"], e["generation_id"], e["members"]) for e in where(events, "generation_started")]
+    assert generations == [
+        (7201, "broker-1", 1, sorted([c1.member_id, c2.member_id])),
+        (16201, "broker-2", 2, [c1.member_id]),
+    ]
+    states = [(e["ts_ms"], e["previous_state"], e["state"]) for e in where(events, "group_state_changed", node="broker-2", group_id=GROUP)]
+    assert states[:2] == [(14032, None, "Stable"), (14032, "Stable", "PreparingRebalance")]
+    refused = at(c2, JoinGroupResponse, 16102)
+    assert (refused.error_code, refused.member_id) == (E.GROUP_MAX_SIZE_REACHED, "")
+    assert [(e["ts_ms"], e["node"], e["member_id"]) for e in where(events, "group_member_removed")] == [
+        (16101, "broker-2", c2.member_id)
+    ]
+
+
+
+FULL_GROUP = """
+[run]
+"duration.ms" = 15000
+[network]
+"latency.min.ms" = 1
+"latency.max.ms" = 1
+[cluster]
+brokers = 3
+[broker]
+"offsets.topic.num.partitions" = 3
+"group.max.size" = 1
+[[topics]]
+name = "T"
+partitions = 3
+"replication.factor" = 3
+[[producers]]
+topic = "T"
+records = 100
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+"auto.offset.reset" = "earliest"
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+"start.ms" = 8000
+"""
+
+
+def test_a_consumer_refused_by_a_full_group_stops_and_the_group_goes_on() -> None:
+    """A real consumer's first JoinGroup to a full group (`group.max.size` = 1, consumer-1 in
+    Stable since generation 1 at 3027) is answered GROUP_MAX_SIZE_REACHED (8004): Kafka's
+    `AbstractCoordinator` raises `GroupMaxSizeReachedException`, which `poll()` throws, not
+    retriable, so the application stops (`consumer_failed`) and sends nothing more. consumer-1
+    sees no rebalance and reads all 100 records."""
+    with Cluster(parse_scenario(FULL_GROUP, "full-group.toml")) as cluster:
+        events: list[dict[str, Any]] = []
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+        summary = cluster.groups.summary()
+        assert cluster.kernel.invariant_violations == []
+    [refused] = where(events, "join_group_failed", node="consumer-2")
+    assert (refused["ts_ms"], refused["member_id"], refused["error"], refused["assigned_member_id"]) == (8004, "", "GROUP_MAX_SIZE_REACHED", "")
+    assert summary["consumer_failures"] == [{"node": "consumer-2", "ts_ms": 8004, "error": "JoinGroup: GROUP_MAX_SIZE_REACHED"}]
+    assert [(e["ts_ms"], e["generation_id"]) for e in where(events, "generation_started")] == [(3027, 1)]
+    assert (summary["consumed"], summary["rebalances"]) == (100, 1)
+    sent_after = [e for e in events if e["node"] == "consumer-2" and e["ts_ms"] > 8004]
+    assert sent_after == []

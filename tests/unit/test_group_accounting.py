@@ -220,6 +220,11 @@ STORIES = {
         .at(500).assigned("c2", "m2", 2, "T-0").reset("c2", "m2", "T-0", 0).processed("c2", "m2", "T-0", 0, 60),
         50, {"log_truncation_or_reset": 10, "crash_before_commit": 40},
     ),
+    "unsubscribe() after a failed commit: the unsubscribe, which never commits, labels it": (
+        two_members().commit_answered("c1", "m1", "REBALANCE_IN_PROGRESS").at(300).revoked("c1", "m1", "unsubscribe", "T-0")
+        .at(400).assigned("c2", "m2", 2, "T-0").processed("c2", "m2", "T-0", 30, 60),
+        20, {"unsubscribe_without_commit": 20},
+    ),
     "a reset of the position re-reads under a new hold": (
         two_members().at(300).reset("c1", "m1", "T-0", 0).processed("c1", "m1", "T-0", 0, 60),
         50, {"log_truncation_or_reset": 50},
@@ -232,3 +237,60 @@ def test_each_story_counts_the_same_exact_duplicates_both_ways(name: str) -> Non
     story, total, by_cause = STORIES[name]
     for who, duplicates, causes in counted(story):
         assert (duplicates, causes) == (total, by_cause), who
+
+
+# ----------------------------------------------------------------------------- commit validity
+
+
+def _commit_violations(version: str, *, generation: int, member: str, state: str, members: tuple[str, ...] = ("m1",)) -> list[str]:
+    """The invariants one accepted commit breaks, in a group whose generation 1 has `members`."""
+    accounting = GroupAccounting(parse_version(version))
+    accounting({"ts_ms": 10, "node": "broker-1", "event": "generation_started", "group_id": G, "generation_id": 1,
+                "protocol_name": "range", "leader_member_id": members[0] if members else None, "members": list(members)})
+    found = accounting({"ts_ms": 20, "node": "broker-1", "event": "offset_commit_completed", "group_id": G,
+                        "member_id": member, "generation_id": generation, "offsets": [["T", 0, 5]], "error": "NONE",
+                        "group_state": state})
+    return [v.invariant for v in found]
+
+
+@pytest.mark.parametrize(
+    ("version", "generation", "member", "state", "valid"),
+    [
+        pytest.param("3.9", 1, "m1", "Stable", True, id="a member of the generation, Stable"),
+        pytest.param("3.9", 1, "m1", "PreparingRebalance", True, id="a member of the generation, PreparingRebalance"),
+        pytest.param("3.9", 1, "m1", "CompletingRebalance", False, id="CompletingRebalance is REBALANCE_IN_PROGRESS"),
+        pytest.param("3.9", 1, "m9", "Stable", False, id="not a member: UNKNOWN_MEMBER_ID"),
+        pytest.param("3.9", 0, "m1", "Stable", False, id="another generation: ILLEGAL_GENERATION"),
+        pytest.param("3.9", -1, "", "Empty", True, id="generation -1, nobody, Empty"),
+        pytest.param("3.2.3", -1, "", "Empty", True, id="3.2.3: generation -1, nobody, Empty"),
+        pytest.param("3.9", -1, "", "Stable", False, id="generation -1, nobody, Stable: UNKNOWN_MEMBER_ID"),
+        pytest.param("3.9", -1, "m1", "Stable", False, id="a member with generation -1, Stable: ILLEGAL_GENERATION"),
+        pytest.param("3.3", -1, "m1", "Empty", True, id="3.3: generation -1 with a member id, Empty (KAFKA-14201)"),
+        pytest.param("3.9", -1, "m9", "Empty", True, id="3.9: generation -1 with a member id, Empty (KAFKA-14201)"),
+        pytest.param("3.2.3", -1, "m1", "Empty", False, id="3.2.3: generation -1 with a member id, Empty: UNKNOWN_MEMBER_ID"),
+        pytest.param("2.8", -1, "m9", "Empty", False, id="2.8: generation -1 with a member id, Empty: UNKNOWN_MEMBER_ID"),
+    ],
+)
+def test_commit_accepted_only_when_valid_follows_validate_offset_commit_by_version(
+    version: str, generation: int, member: str, state: str, valid: bool
+) -> None:
+    """`commit_accepted_only_when_valid` accepts what `validateOffsetCommit` stores in each
+    version: a member of the current generation while Stable or PreparingRebalance, or
+    generation -1 to an Empty group: from 3.3 (KAFKA-14201) whoever sends it, before only
+    without a member id."""
+    expected = [] if valid else ["commit_accepted_only_when_valid"]
+    assert _commit_violations(version, generation=generation, member=member, state=state) == expected
+
+
+# ----------------------------------------------------------------------------- rebalances
+
+
+def test_rebalances_count_only_generations_formed_with_members() -> None:
+    """`rebalances` counts the generations a group formed with members: one whose join completed
+    with nobody (the group went Empty, `members` []) is no rebalance of any consumer."""
+    accounting = GroupAccounting()
+    for generation, members in ((1, ["m1", "m2"]), (2, ["m1"]), (3, []), (4, ["m3"])):
+        accounting({"ts_ms": generation, "node": "broker-1", "event": "generation_started", "group_id": G,
+                    "generation_id": generation, "protocol_name": "range" if members else None,
+                    "leader_member_id": members[0] if members else None, "members": members})
+    assert accounting.summary()["rebalances"] == 3

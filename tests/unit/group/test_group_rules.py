@@ -89,11 +89,38 @@ MEMBERS = {"m-1": None, "m-2": "i-2"}
         pytest.param(_group(S.COMPLETING_REBALANCE, members=MEMBERS), 3, "m-1", None, E.REBALANCE_IN_PROGRESS, id="5 CompletingRebalance"),
     ],
 )
+@pytest.mark.parametrize("version", ["3.2", "3.3"])
 def test_commit_validation_order(
-    group: ClassicGroup | None, generation: int, member: str, instance: str | None, expected: ErrorCode
+    group: ClassicGroup | None, generation: int, member: str, instance: str | None, expected: ErrorCode, version: str
 ) -> None:
-    """Each row of `validateOffsetCommit` then `doCommitOffsets`, checked in Kafka's order."""
-    assert offset_commit_error(group, generation, member, instance) is expected
+    """Each row of `validateOffsetCommit` then `doCommitOffsets`, checked in Kafka's order;
+    none of these rows changed with KAFKA-14201."""
+    flag = Profile.for_version(version).unmanaged_commit_to_empty_group
+    assert offset_commit_error(group, generation, member, instance, unmanaged_to_empty=flag) is expected
+
+
+@pytest.mark.parametrize(
+    ("version", "member", "instance", "expected"),
+    [
+        ("3.2.3", "m-1", None, E.UNKNOWN_MEMBER_ID),
+        ("3.2.3", "", "i-1", E.UNKNOWN_MEMBER_ID),
+        ("3.2.3", "m-1", "i-1", E.UNKNOWN_MEMBER_ID),
+        ("3.3", "m-1", None, E.NONE),
+        ("3.3", "", "i-1", E.NONE),
+        ("3.3", "m-1", "i-1", E.NONE),
+    ],
+)
+def test_generation_minus_one_to_an_empty_group_ignores_the_member_from_3_3(
+    version: str, member: str, instance: str | None, expected: ErrorCode
+) -> None:
+    """KAFKA-14201 (3.3.0): a commit with generation -1 to an Empty group is stored whatever
+    member id and group instance id it names; before, either one made the coordinator look for
+    that member in a group that has none (UNKNOWN_MEMBER_ID). A non-Empty group is unchanged:
+    a member's generation -1 is ILLEGAL_GENERATION in both."""
+    flag = Profile.for_version(version).unmanaged_commit_to_empty_group
+    assert offset_commit_error(_group(S.EMPTY), -1, member, instance, unmanaged_to_empty=flag) is expected
+    stable = _group(S.STABLE, members=MEMBERS)
+    assert offset_commit_error(stable, -1, "m-1", None, unmanaged_to_empty=flag) is E.ILLEGAL_GENERATION
 
 
 # ----------------------------------------------------------------------------- Heartbeat
