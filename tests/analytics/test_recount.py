@@ -7,7 +7,8 @@ two of which lose acknowledged records; a group whose offsets expired, a static 
 by a second process with its instance id, 3.2.1's pre-rebalance commit (KAFKA-14196), and a
 reset below the group's commit after an unclean election; and runs built to skip: a group
 starting late on `latest`, two groups reading one topic, retention deleting records ahead of a
-slow group. All are analysed by one Spark job.
+slow group, worker threads under auto-commit, and an operator's resets forward and backwards
+(examples/11). All are analysed by one Spark job.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 
 from sim.analytics.jobs import analyze_runs
-from sim.cluster.scenario import parse_scenario
+from sim.cluster.scenario import load_scenario, parse_scenario
 from sim.engine.kernel import HostKind
 from sim.studies.runner import run_scenario
 from tests.properties import group_swarm, swarm
@@ -154,6 +155,15 @@ def outcomes(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[tuple
     for name, text in stories:
         out = base / name.replace(" ", "-").replace("'", "")
         runs.append((name, out, run_scenario(parse_scenario(text, name), out, host=HostKind.DIRECT)))
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    built = (
+        ("worker threads under auto-commit", examples / "11_skipped_records.toml", ["consumers.1.processing=workers"]),
+        ("an operator's reset to latest", examples / "11_operator_reset.toml", []),
+        ("an operator's reset backwards", examples / "11_operator_reset.toml", ["faults.4.to=shift-by", "faults.4.shift.by=-100"]),
+    )
+    for name, path, settings in built:
+        out = base / name.replace(" ", "-").replace("'", "")
+        runs.append((name, out, run_scenario(load_scenario(path, settings), out, host=HostKind.DIRECT)))
     for policy in ("earliest", "latest"):
         name = f"retention ahead of a slow group, reset to {policy}"
         settings = [*RETENTION_AHEAD_SETTINGS, f"consumers.1.auto.offset.reset={policy}"]
@@ -191,6 +201,11 @@ def test_skipped_by_cause_and_processed_then_lost_equal_the_summary(
     # Both groups read the records group b did not skip: neither's reads count as the other's.
     assert two["skipped_by_cause"].keys() == {"reset_latest_no_commit"} and two["consumed"] > two["acked"]
     assert by_name["retention ahead of a slow group, reset to earliest"]["skipped_by_cause"].keys() == {"out_of_range_reset"}
+    assert by_name["worker threads under auto-commit"]["skipped_by_cause"] == {"committed_before_processed": 90}
+    assert by_name["an operator's reset to latest"]["skipped_by_cause"] == {"admin_reset": 1515}
+    back = by_name["an operator's reset backwards"]
+    # 100 back on each partition; by the end the one consumer has read two of them again.
+    assert (back["skipped"], back["duplicates_by_cause"]) == (0, {"admin_reset": 200})
     assert by_name["retention ahead of a slow group, reset to latest"]["skipped_by_cause"].keys() == {
         "out_of_range_reset",
         "reset_latest_no_commit",
