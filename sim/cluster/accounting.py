@@ -70,7 +70,6 @@ from actors.consumer.config import JoinPrepareCommit
 from actors.profiles import NEWEST, Version
 from sim.cluster.holds import Hold, Member, Range, replace_range, rewound
 from sim.cluster.invariants import Violation
-from sim.cluster.skips import ADMIN, FinalLog, SkipLedger
 
 __all__ = ["GroupAccounting"]
 
@@ -126,10 +125,6 @@ class GroupAccounting:
         """[new, old) committed offsets an operator's reset moved back, until a member starts
         from the new one."""
         self._generation_members: dict[tuple[str, int], set[str]] = {}
-        self.skips = SkipLedger()
-        """What moved each group past offsets, and what it processed: the skipped records."""
-        self._member_nodes: dict[tuple[str, str], str] = {}
-        """The consumer node of each (group, member id) assigned partitions."""
         self._admin_resets: dict[str, list[list[Any]]] = {}
         """Per group, the offsets an operator's reset is committing now."""
         self._admin_deleted: set[tuple[str, str]] = set()
@@ -147,11 +142,6 @@ class GroupAccounting:
             "rebalances": self.rebalances,
             "consumer_failures": list(self.consumer_failures),
         }
-
-    def skipped(self, final: dict[str, FinalLog]) -> dict[str, Any]:
-        """The skipped records and those processed then lost, against the final logs
-        (`sim.cluster.skips`)."""
-        return self.skips.figures(final)
 
     def _span(self, e: Mapping[str, Any], group: str, tp: str, start: int, end: int, label: str) -> None:
         key = (group, e["node"], tp, label)
@@ -190,7 +180,6 @@ class GroupAccounting:
             return []
         for tp in e["partitions"]:
             member.holds[tp] = Hold(e["node"], e["member_id"])
-        self._member_nodes[(e["group_id"], e["member_id"])] = e["node"]
         owners = self._owners.setdefault((e["group_id"], e["generation_id"]), {})
         found = []
         for tp in e["assignment"]:
@@ -307,7 +296,6 @@ class GroupAccounting:
         admin = self._admin_resets.get(e["group_id"]) == e["offsets"] and not member and generation < 0
         for topic, partition, offset in e["offsets"]:
             key = (e["group_id"], f"{topic}-{partition}")
-            self._pass_by_commit(e, key, offset, admin)
             before = self._committed.get(key, -1)
             outside = generation < 0 and not member  # the operator's reset, or a standalone client
             if offset < before and key not in self._reset and not outside:
@@ -328,15 +316,6 @@ class GroupAccounting:
             self._expired.pop(key, None)
             self._admin_deleted.discard(key)
         return found
-
-    def _frontier(self, key: tuple[str, str]) -> int:
-        """Where the group's committed offset stands for a pass: the last one committed, or
-        the one removed since (expired, deleted), or 0."""
-        return self._committed.get(key, self._expired.get(key, 0))
-
-    def _pass_by_commit(self, e: Mapping[str, Any], key: tuple[str, str], offset: int, admin: bool) -> None:
-        cause, node = ("admin_reset", ADMIN) if admin else ("committed_before_processed", self._member_nodes.get((key[0], e["member_id"]), ""))
-        self.skips.passed(key[0], key[1], self._frontier(key), offset, cause, node, e["ts_ms"])
 
     def _admin_reset_sent(self, e: Mapping[str, Any]) -> None:
         self._admin_resets[e["group_id"]] = e["offsets"]
@@ -374,7 +353,6 @@ class GroupAccounting:
                 member.holds[tp].rewound = (e["offset"], rewind[1], "admin_reset")
             return
         self._reset.add(key)
-        self.skips.passed(e["group_id"], tp, self._frontier(key), e["offset"], self._reset_cause(e, key), e["node"], e["ts_ms"])
         if member is not None and tp in member.holds:
             # A reset re-reads under a new hold, so earlier reads by this one count as replaced.
             old = member.holds[tp]
@@ -384,17 +362,8 @@ class GroupAccounting:
             if key in self._committed and e["offset"] < self._committed[key]:
                 hold.rewound = (e["offset"], self._committed[key], "log_truncation_or_reset")
             elif key in self._expired and e["offset"] < self._expired[key]:
-                hold.rewound = (e["offset"], self._expired[key], "offsets_expired_reset")
-
-    def _reset_cause(self, e: Mapping[str, Any], key: tuple[str, str]) -> str:
-        """Why a reset position passes the offsets below it (`sim.cluster.skips`)."""
-        if e["reason"] != "no_committed_offset":
-            return "out_of_range_reset"
-        if key in self._admin_deleted:
-            return "admin_reset"
-        if key in self._expired:
-            return "offsets_expired_reset"
-        return "reset_latest_no_commit" if e["source"] == "latest" else "out_of_range_reset"
+                why = "admin_reset" if key in self._admin_deleted else "offsets_expired_reset"
+                hold.rewound = (e["offset"], self._expired[key], why)
 
     def _group_state(self, e: Mapping[str, Any]) -> None:
         if e["previous_state"] is None and e["generation_id"] == 0:
@@ -460,7 +429,6 @@ class GroupAccounting:
                     self.by_cause[why] = self.by_cause.get(why, 0) + hi - lo
                     self._span(e, member.group, tp, lo, hi, why)
         self._processed[(member.group, tp)] = replace_range(ranges, (start, end, epoch, hold))
-        self.skips.processed(member.group, tp, start, end, epoch)
         return found
 
 

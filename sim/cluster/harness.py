@@ -35,8 +35,9 @@ from sim.cluster.faults import (
 )
 from sim.cluster.invariants import Invariants
 from sim.cluster.log_checks import ValueIndex, at_offsets, diverged_replicas, runs_of, written_twice
+from sim.cluster.ranges import spans_of, subtract
 from sim.cluster.scenario import Scenario
-from sim.cluster.skips import final_log, spans_of, subtract
+from sim.cluster.skips import SkipAccounting, final_log
 from sim.cluster.wiring import admin_spec, consumer_configs, node_specs
 from sim.engine.disk import CrashKind, Disk
 from sim.engine.eventlog import EventLog
@@ -105,6 +106,8 @@ class Cluster:
         self.kernel.observe(self.invariants)
         self.groups = GroupAccounting(scenario.profile.version)
         self.kernel.observe(self.groups)
+        self.skips = SkipAccounting()
+        self.kernel.observe(self.skips)
         self.kernel.fail_on_violation = scenario.get("run", "invariants") == "fail"
         specs = node_specs(scenario, znodes)
         faults = check_scenario(scenario)
@@ -378,7 +381,7 @@ class Cluster:
             "lost_records": lost_records,
             "duplicated_records": duplicated,
             **self.groups.summary(),
-            **self.groups.skipped({tp: final_log(starts[tp], final[tp], acked.get(tp, [])) for tp in final}),
+            **self.skips.figures({tp: final_log(starts[tp], final[tp], acked.get(tp, [])) for tp in final}),
         }
 
     def _replica_logs(self) -> dict[str, dict[int, dict[str, Any]]]:

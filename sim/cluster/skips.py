@@ -32,64 +32,18 @@ Each skipped run of offsets is kept as a *span* (group, the consumer whose pass 
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ADMIN", "FinalLog", "SkipLedger", "add_range", "final_log", "spans_of", "subtract"]
+from sim.cluster.ranges import Span, add_range, intersect, subtract
+
+__all__ = ["ADMIN", "FinalLog", "SkipAccounting", "SkipLedger", "final_log"]
 
 ADMIN = "admin"
 """The consumer named in a span of records an operator's action skipped."""
-
-Span = tuple[int, int]
-
-
-def add_range(ranges: list[Span], lo: int, hi: int) -> None:
-    """Adds [lo, hi) to sorted, disjoint, merged ranges, in place."""
-    if hi <= lo:
-        return
-    if not ranges or lo > ranges[-1][1]:
-        ranges.append((lo, hi))
-        return
-    if lo >= ranges[-1][0]:  # the common case: reading on in order
-        ranges[-1] = (ranges[-1][0], max(hi, ranges[-1][1]))
-        return
-    i = bisect_left(ranges, lo, key=lambda r: r[1])  # the first range ending at or after lo
-    j = bisect_right(ranges, hi, key=lambda r: r[0])  # past the last range starting at or before hi
-    if i < j:
-        lo, hi = min(lo, ranges[i][0]), max(hi, ranges[j - 1][1])
-    ranges[i:j] = [(lo, hi)]
-
-
-def subtract(pieces: Sequence[Span], ranges: Sequence[Span]) -> list[Span]:
-    """`pieces` (sorted, disjoint) without the offsets of `ranges` (sorted, disjoint)."""
-    out: list[Span] = []
-    for lo, hi in pieces:
-        i = bisect_right(ranges, lo, key=lambda r: r[1])  # the first range ending after lo
-        at = lo
-        while i < len(ranges) and ranges[i][0] < hi:
-            if ranges[i][0] > at:
-                out.append((at, ranges[i][0]))
-            at = max(at, ranges[i][1])
-            i += 1
-        if at < hi:
-            out.append((at, hi))
-    return out
-
-
-def intersect(pieces: Sequence[Span], ranges: Sequence[Span]) -> list[Span]:
-    """The offsets in both (each sorted and disjoint)."""
-    out: list[Span] = []
-    for lo, hi in pieces:
-        i = bisect_right(ranges, lo, key=lambda r: r[1])
-        while i < len(ranges) and ranges[i][0] < hi:
-            a, b = max(lo, ranges[i][0]), min(hi, ranges[i][1])
-            if a < b:
-                out.append((a, b))
-            i += 1
-    return out
-
+Key = tuple[str, str]  # (group, "topic-partition")
 
 @dataclass(frozen=True, slots=True)
 class FinalLog:
@@ -103,14 +57,6 @@ class FinalLog:
     """The acknowledged records it holds where they were acknowledged: [lo, hi) and epoch."""
     deleted: Sequence[Span]
     """Acknowledged records below `start`: deleted by retention."""
-
-
-def spans_of(base: int, indexes: Sequence[int]) -> list[Span]:
-    """Offsets `base + i` for the sorted indexes, as ranges."""
-    out: list[Span] = []
-    for i in indexes:
-        add_range(out, base + i, base + i + 1)
-    return out
 
 
 def final_log(start: int, runs: Sequence[tuple[int, int, Sequence[Any]]], acked: Sequence[Span]) -> FinalLog:
@@ -207,6 +153,97 @@ class SkipLedger:
             "skip_spans": spans,
             "processed_then_lost": lost,
         }
+
+
+class SkipAccounting:
+    """The passes and processings of every group, from the event stream (a kernel observer,
+    like `sim.cluster.accounting.GroupAccounting`)."""
+
+    def __init__(self) -> None:
+        self.ledger = SkipLedger()
+        self._committed: dict[Key, int] = {}
+        """The last offset each group committed for each partition: where a pass starts, even
+        once the offset expired or was deleted."""
+        self._status: dict[Key, str] = {}
+        """`committed`, `expired` or `deleted`: what last happened to the committed offset."""
+        self._member_nodes: dict[Key, str] = {}
+        """The consumer node of each (group, member id) assigned partitions."""
+        self._admin_resets: dict[str, list[list[Any]]] = {}
+        """Per group, the offsets an operator's reset is committing now."""
+
+    def figures(self, final: Mapping[str, FinalLog]) -> dict[str, Any]:
+        return self.ledger.figures(final)
+
+    def __call__(self, e: Mapping[str, Any]) -> None:
+        handler = _HANDLERS.get(e["event"])
+        if handler is not None:
+            handler(self, e)
+
+    def _assigned(self, e: Mapping[str, Any]) -> None:
+        self._member_nodes[(e["group_id"], e["member_id"])] = e["node"]
+
+    def _processed(self, e: Mapping[str, Any]) -> None:
+        tp = f"{e['topic']}-{e['partition']}"
+        self.ledger.processed(e["group_id"], tp, e["first_offset"], e["end_offset"], e["leader_epoch"])
+
+    def _commit_completed(self, e: Mapping[str, Any]) -> None:
+        if e["error"] != "NONE":
+            return
+        group = e["group_id"]
+        admin = self._admin_resets.get(group) == e["offsets"] and not e["member_id"] and e["generation_id"] < 0
+        cause, node = ("admin_reset", ADMIN) if admin else ("committed_before_processed", self._member_nodes.get((group, e["member_id"]), ""))
+        for topic, partition, offset in e["offsets"]:
+            key = (group, f"{topic}-{partition}")
+            self.ledger.passed(group, key[1], self._committed.get(key, 0), offset, cause, node, e["ts_ms"])
+            self._committed[key], self._status[key] = offset, "committed"
+
+    def _removed(self, e: Mapping[str, Any]) -> None:
+        """Offsets expired (KIP-211) or deleted by an operator (OffsetDelete, DeleteGroups)."""
+        if e.get("error", "NONE") != "NONE":
+            return
+        group = e["group_id"]
+        if e["event"] == "group_deleted":
+            keys = [k for k in self._committed if k[0] == group]
+        else:
+            keys = [(group, tp) for tp in e["partitions"]]
+        for key in keys:
+            self._status[key] = "expired" if e["event"] == "offsets_expired" else "deleted"
+
+    def _position_set(self, e: Mapping[str, Any]) -> None:
+        if e["source"] == "committed":
+            return
+        key = (e["group_id"], f"{e['topic']}-{e['partition']}")
+        self.ledger.passed(key[0], key[1], self._committed.get(key, 0), e["offset"], self._reset_cause(e, key), e["node"], e["ts_ms"])
+
+    def _reset_cause(self, e: Mapping[str, Any], key: Key) -> str:
+        """Why a reset position passes the offsets below it."""
+        if e["reason"] != "no_committed_offset":
+            return "out_of_range_reset"
+        status = self._status.get(key)
+        if status == "deleted":
+            return "admin_reset"
+        if status == "expired":
+            return "offsets_expired_reset"
+        return "reset_latest_no_commit" if e["source"] == "latest" else "out_of_range_reset"
+
+    def _admin_reset_sent(self, e: Mapping[str, Any]) -> None:
+        self._admin_resets[e["group_id"]] = e["offsets"]
+
+    def _admin_reset_answered(self, e: Mapping[str, Any]) -> None:
+        self._admin_resets.pop(e["group_id"], None)
+
+
+_HANDLERS: dict[str, Any] = {
+    "partitions_assigned": SkipAccounting._assigned,
+    "records_processed": SkipAccounting._processed,
+    "offset_commit_completed": SkipAccounting._commit_completed,
+    "offsets_expired": SkipAccounting._removed,
+    "group_offsets_deleted": SkipAccounting._removed,
+    "group_deleted": SkipAccounting._removed,
+    "fetch_position_set": SkipAccounting._position_set,
+    "admin_offsets_reset_sent": SkipAccounting._admin_reset_sent,
+    "admin_offsets_reset": SkipAccounting._admin_reset_answered,
+}
 
 
 def _union(groups: Any) -> list[Span]:

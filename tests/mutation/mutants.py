@@ -398,8 +398,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "skip_after_expiry_not_named",
         "a reset after the group's offsets expired skips as offsets_expired_reset (KIP-211)",
-        "sim/cluster/accounting.py",
-        "        if key in self._expired:\n            return \"offsets_expired_reset\"\n",
+        "sim/cluster/skips.py",
+        "        if status == \"expired\":\n            return \"offsets_expired_reset\"\n",
         "        if False:\n            return \"offsets_expired_reset\"\n",
         (
             "tests/scenarios/test_consumer_groups.py::test_a_group_created_again_with_latest_skips_what_nobody_read_past_the_expired_commit",

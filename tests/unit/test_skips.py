@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from sim.cluster.skips import FinalLog, SkipLedger, add_range, final_log, spans_of, subtract
+from sim.cluster.ranges import add_range, spans_of, subtract
+from sim.cluster.skips import FinalLog, SkipLedger, final_log
 
 
 def test_add_range_merges_touching_and_overlapping_ranges() -> None:
