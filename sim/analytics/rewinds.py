@@ -3,7 +3,7 @@ the label table of `sim/cluster/accounting.py`.
 
 A hold that began at a reset to `s` below the group's committed offset `c` reads `[s, c)` again
 because of the reset (`log_truncation_or_reset`), or because of the expiry if `c` had expired
-(`offsets_expired_reset`). A hold whose position came from a committed offset `s` that an
+(`offsets_expired_reset`), or because of the operator if they had deleted it (`admin_reset`). A hold whose position came from a committed offset `s` that an
 operator's reset had moved back from `c` (the first such position after that reset) reads
 `[s, c)` again because of the operator (`admin_reset`).
 """
@@ -34,9 +34,15 @@ def _reset_rewinds(events: DataFrame, consumers: DataFrame) -> DataFrame:
     """Holds that began at a reset to `s` below the group's committed offset `c`: (run,
     group, node, tp, hold: the reset's line, lo: s, hi: c, why). `c` is the group's last
     commit of the partition before the reset (`log_truncation_or_reset`), or the one the
-    retention sweep removed, if the sweep came after it (`offsets_expired_reset`)."""
+    retention sweep or an operator removed, if that came after it (`offsets_expired_reset`,
+    `admin_reset`)."""
     names = F.explode(F.from_json("partitions", ArrayType(StringType()))).alias("tp")
-    expiries = events.where(F.col("event") == "offsets_expired").select("run", "ln", "group_id", names)
+    # Offsets removed: expired (KIP-211), or deleted by an operator (OffsetDelete; DeleteGroups
+    # removes every partition the group committed before).
+    why = F.when(F.col("event") == "offsets_expired", "offsets_expired_reset").otherwise("admin_reset").alias("why")
+    removals = events.where(
+        (F.col("event") == "offsets_expired") | ((F.col("event") == "group_offsets_deleted") & (F.col("error") == "NONE"))
+    ).select("run", "ln", "group_id", names, why)
     triple = F.explode(F.from_json("offsets", ArrayType(ArrayType(StringType())))).alias("o")
     commits = (
         events.where((F.col("event") == "offset_commit_completed") & (F.col("error") == "NONE"))
@@ -44,12 +50,19 @@ def _reset_rewinds(events: DataFrame, consumers: DataFrame) -> DataFrame:
         .select("run", "ln", "group_id", F.concat_ws("-", F.col("o")[0], F.col("o")[1]).alias("tp"), F.col("o")[2].cast("long").alias("c"))
     )
     key = ["run", "group_id", "tp"]
-    e, c = expiries.alias("e"), F.broadcast(commits).alias("c")
+    deleted_groups = events.where((F.col("event") == "group_deleted") & (F.col("error") == "NONE")).select("run", "ln", "group_id")
+    d, ever = deleted_groups.alias("d"), commits.select("run", "group_id", "tp", F.col("ln").alias("c_ln")).alias("ever")
+    removals = removals.unionByName(
+        d.join(ever, (F.col("d.run") == F.col("ever.run")) & (F.col("d.group_id") == F.col("ever.group_id")) & (F.col("ever.c_ln") < F.col("d.ln")))
+        .select("d.run", "d.ln", "d.group_id", "ever.tp", F.lit("admin_reset").alias("why"))
+        .distinct()
+    )
+    e, c = removals.alias("e"), F.broadcast(commits).alias("c")
     removed = (
         e.join(c, [F.col(f"e.{k}") == F.col(f"c.{k}") for k in key] + [F.col("c.ln") < F.col("e.ln")])
-        .groupBy(*[F.col(f"e.{k}") for k in key], "e.ln")
+        .groupBy(*[F.col(f"e.{k}") for k in key], "e.ln", "e.why")
         .agg(F.max_by("c.c", "c.ln").alias("c"))
-        .withColumn("why", F.lit("offsets_expired_reset"))
+        .select(*key, "ln", "c", "why")
     )
     marks = removed.unionByName(commits.withColumn("why", F.lit("log_truncation_or_reset")))
     resets = consumers.where((F.col("event") == "fetch_position_set") & (F.col("source") != "committed")).select(
