@@ -24,6 +24,7 @@ from actors.core import Address
 from actors.group.placement import OFFSETS_TOPIC, partition_for
 from protocols.records import LogEntries, Run, ValueRun
 from sim.cluster.accounting import GroupAccounting
+from sim.cluster.client import CLIENT_ACTOR, Client
 from sim.cluster.faults import (
     Fault,
     FaultContext,
@@ -37,11 +38,11 @@ from sim.cluster.scenario import Scenario
 from sim.cluster.wiring import consumer_configs, node_specs
 from sim.engine.disk import CrashKind, Disk
 from sim.engine.eventlog import EventLog
-from sim.engine.kernel import HostKind, Kernel, StopReason
+from sim.engine.kernel import ActorSpec, HostKind, Kernel, NodeSpec, StopReason
 from sim.engine.network import NetworkConfig
 from sim.engine.trace import LOG_SCHEMA_VERSION
 
-__all__ = ["Cluster", "check_scenario"]
+__all__ = ["Client", "Cluster", "check_scenario"]
 
 
 def check_scenario(scenario: Scenario) -> list[Fault]:
@@ -229,6 +230,16 @@ class Cluster:
                 if replica is not None and replica["role"] == "leader":
                     leaders.append((replica["leader_epoch"], node))
         return max(leaders)[1] if leaders else None
+
+    # ------------------------------------------------------------------ scripted clients
+
+    def client(self, name: str) -> Client:
+        """A scripted client on a new node `name`, started now: it sends raw requests of
+        `protocols/` at the times `Client.send` says and records every answer
+        (sim.cluster.client)."""
+        handle = Client(self.kernel, name)
+        self.kernel.add_node(NodeSpec(name, (ActorSpec(CLIENT_ACTOR, lambda: handle.script),)))
+        return handle
 
     # ------------------------------------------------------------------ inspection
 
