@@ -383,4 +383,22 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/scenarios/test_consumer_groups.py::test_a_consumer_with_the_empty_group_id_is_refused_its_join_and_stops",
         ),
     ),
+    Mutant(
+        "offsets_load_ms_ignored",
+        "a coordinator's load of a __consumer_offsets partition lasts `offsets.load.ms` (the simulator's key; "
+        "Kafka's lasts as long as reading the partition: GroupMetadataManager.scheduleLoadGroupAndOffsets)",
+        "actors/group/settings.py",
+        '        load_ms=settings["offsets.load.ms"],\n',
+        "",
+        ("tests/scenarios/test_coordinator_load.py::test_requests_get_coordinator_load_in_progress_until_the_load_ends",),
+    ),
+    Mutant(
+        "coordinator_load_ends_early",
+        "requests for a loading partition's groups get COORDINATOR_LOAD_IN_PROGRESS until the load ends "
+        "(GroupCoordinator.validateGroupStatus, GroupMetadataManager.isPartitionLoading)",
+        "actors/group/loading.py",
+        'out.set_timer(timer_key("load", partition), m.config.load_ms)',
+        'out.set_timer(timer_key("load", partition), m.config.load_ms - 1)',
+        ("tests/scenarios/test_coordinator_load.py::test_requests_get_coordinator_load_in_progress_until_the_load_ends",),
+    ),
 )
