@@ -21,6 +21,7 @@ from typing import Any
 from actors.addresses import BROKER_ACTOR
 from actors.broker.partition_log import PartitionLog, partitions_on_disk
 from actors.core import Address
+from actors.request_log import RequestLog
 from actors.group.placement import OFFSETS_TOPIC, partition_for
 from protocols.records import LogEntries, Run, ValueRun
 from sim.cluster.accounting import GroupAccounting
@@ -78,6 +79,7 @@ class Cluster:
             network=NetworkConfig(net["latency.min.ms"], net["latency.max.ms"]),
             host=host,
             event_log=EventLog(events_path),
+            wrap=RequestLog if scenario.get("run", "log.requests") else None,
         )
         self.kernel.emit(
             "run_started",

@@ -401,4 +401,25 @@ MUTANTS: tuple[Mutant, ...] = (
         'out.set_timer(timer_key("load", partition), m.config.load_ms - 1)',
         ("tests/scenarios/test_coordinator_load.py::test_requests_get_coordinator_load_in_progress_until_the_load_ends",),
     ),
+    Mutant(
+        "request_log_without_error",
+        "a logged answer names its error (log.requests: response_received's `error`, as Kafka's "
+        "AbstractResponse.errorCounts reads an answer)",
+        "actors/request_log.py",
+        '                    "error": answer_error(message),\n',
+        '                    "error": "NONE",\n',
+        (
+            "tests/scenarios/test_request_log.py::test_a_consumers_join_is_its_requests_and_answers_in_order",
+            "tests/scenarios/test_request_log.py::test_an_answers_error_is_its_own_or_its_first_partitions",
+        ),
+    ),
+    Mutant(
+        "request_log_error_ignores_partitions",
+        "an answer that carries its errors per partition (OffsetCommit, Produce, Fetch) is logged with "
+        "the first of them (AbstractResponse.errorCounts)",
+        "actors/request_log.py",
+        "    for name in plan.nested:\n",
+        "    for name in ():\n",
+        ("tests/scenarios/test_request_log.py::test_an_answers_error_is_its_own_or_its_first_partitions",),
+    ),
 )
