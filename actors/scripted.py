@@ -38,7 +38,7 @@ from protocols.group import (
 )
 from protocols.registry import Kind, message_type
 
-__all__ = ["SEND", "ScriptStep", "ScriptedClient", "destination"]
+__all__ = ["SEND", "ScriptStep", "ScriptedClient", "Target", "check_request", "destination"]
 
 SEND = "send"
 """The application call that tells a started client it has new steps."""
@@ -109,8 +109,10 @@ class ScriptedClient:
     sent: list[tuple[int, Address, int, Any]] = field(default_factory=list)
     """Every request sent: (time, destination, correlation id, request)."""
     started: bool = False
-    _scheduled: set[int] = field(default_factory=set)
-    _done: set[int] = field(default_factory=set)
+    _scheduled: set[int] = field(default_factory=set, init=False, repr=False)
+    """Steps with a timer in this incarnation."""
+    _done: set[int] = field(default_factory=set, init=False, repr=False)
+    """Correlation ids of the steps sent, or skipped because they fell due while down."""
 
     def add(self, at_ms: int, target: Target | Callable[[Any], Target], request: Any) -> int:
         step = ScriptStep(at_ms, target, request, len(self.steps) + 1)

@@ -27,7 +27,7 @@ from protocols.group import (
 from protocols.replication import FetchedPartition, FetchResponse
 from protocols.zookeeper import GetDataRequest, MultiResponse, OpResult, ZkError
 from sim.cluster.harness import Cluster
-from sim.cluster.scenario import parse_scenario
+from sim.cluster.scenario import ScenarioError, parse_scenario
 from sim.engine.kernel import HostKind
 
 E = ErrorCode
@@ -164,3 +164,9 @@ def test_off_the_log_is_the_same_without_the_request_events(tmp_path: Path) -> N
     kept = [line for line in lines["on"] if orjson.loads(line)["event"] not in REQUEST_EVENTS]
     assert len(kept) < len(lines["on"])
     assert kept == lines["off"]
+
+
+def test_a_bad_value_is_one_line_naming_the_key() -> None:
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(ONE_CONSUMER.format(log='"log.requests" = "yes"'), "requests.toml", [])
+    assert str(info.value) == "requests.toml: [run]: log.requests: expected true or false, got 'yes' (a string)"
