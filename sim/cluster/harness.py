@@ -21,8 +21,8 @@ from typing import Any
 from actors.addresses import BROKER_ACTOR
 from actors.broker.partition_log import PartitionLog, partitions_on_disk
 from actors.core import Address
-from actors.request_log import RequestLog
 from actors.group.placement import OFFSETS_TOPIC, partition_for
+from actors.request_log import RequestLog
 from protocols.records import LogEntries, Run, ValueRun
 from sim.cluster.accounting import GroupAccounting
 from sim.cluster.client import CLIENT_ACTOR, Client
