@@ -33,9 +33,9 @@ class GroupCoordinatorConfig:
     """KIP-814 (JoinGroup v9, 3.2.0): a static leader that replaced itself in Stable is told it
     leads, with `skip_assignment`; before, it is told the old leader id."""
     load_ms: int = 0
-    """How long loading a partition takes. Kafka reads the partition's log from disk; the model
-    loads at once (0) unless a test asks for a window where requests get
-    COORDINATOR_LOAD_IN_PROGRESS."""
+    """`offsets.load.ms` (the simulator's key): how long loading a partition takes. Kafka's load
+    lasts as long as reading the partition's log; the model loads at once (0) unless told, and
+    meanwhile its groups' requests get COORDINATOR_LOAD_IN_PROGRESS."""
 
     @property
     def address(self) -> Address:

@@ -10,9 +10,12 @@ it has heard is ignored, so a delayed message cannot undo a newer one.
 Load: the groups are rebuilt from the log (`records.replay`), Stable or Empty at their last
 stored generation; a rebalance under way on the previous coordinator is lost. Every loaded
 member's session starts now. A group with more members than `group.max.size` (2.2+) starts a
-rebalance at once (`onGroupLoaded`), whose join refuses the members beyond the limit. A load takes no simulated time unless `load_ms` says otherwise;
-meanwhile requests for the partition's groups get COORDINATOR_LOAD_IN_PROGRESS (SyncGroup:
-REBALANCE_IN_PROGRESS; Heartbeat: NONE).
+rebalance at once (`onGroupLoaded`), whose join refuses the members beyond the limit. Kafka's
+load lasts as long as reading the partition's log on the coordinator's scheduler thread; here it
+takes no simulated time unless `offsets.load.ms` (the simulator's key, `load_ms`) says
+otherwise: the partition is loading from the election until that much later, and meanwhile
+requests for its groups get COORDINATOR_LOAD_IN_PROGRESS (SyncGroup: REBALANCE_IN_PROGRESS;
+Heartbeat: NONE). A resignation during the load cancels it.
 
 Unload: each group becomes Dead here; its parked JoinGroups (PreparingRebalance) or SyncGroups
 (CompletingRebalance, Stable) are answered NOT_COORDINATOR, and later requests get

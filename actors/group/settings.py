@@ -30,6 +30,13 @@ SETTINGS = (
         low=0,
         profile_default="group.initial.rebalance.delay.ms",
     ),
+    setting(
+        "offsets.load.ms",
+        int,
+        0,
+        low=0,
+        doc="the simulator's: how long a new leader of a __consumer_offsets partition takes to load its groups",
+    ),
     setting("group.min.session.timeout.ms", int, 6000, low=0),
     setting("group.max.session.timeout.ms", int, None, low=0, profile_default="group.max.session.timeout.ms"),
     setting(
@@ -57,4 +64,5 @@ def coordinator_config(broker_id: int, profile: Profile, settings: dict[str, Any
         group_max_session_timeout_ms=settings["group.max.session.timeout.ms"],
         group_max_size=settings["group.max.size"],
         skip_assignment_for_static_leader=profile.version >= (3, 2, 0),  # KIP-814
+        load_ms=settings["offsets.load.ms"],
     )

@@ -54,6 +54,7 @@ _LONG = (
     "broker_id",
     "log_start_offset",
     "offset",
+    "correlation_id",
 )
 _STRING = (
     "run_id",
@@ -80,6 +81,7 @@ _STRING = (
     "source",
     "commit",
     "offsets",
+    "api",
 )
 
 EVENT_SCHEMA = StructType(

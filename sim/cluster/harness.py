@@ -22,9 +22,11 @@ from actors.addresses import BROKER_ACTOR
 from actors.broker.partition_log import PartitionLog, partitions_on_disk
 from actors.core import Address
 from actors.group.placement import OFFSETS_TOPIC, partition_for
+from actors.request_log import RequestLog
 from protocols.records import LogEntries, Run, ValueRun
 from sim.cluster.accounting import GroupAccounting
 from sim.cluster.admin import AdminDesk, AdminRequest, check_admin_fault, lag_rows
+from sim.cluster.client import CLIENT_ACTOR, Client
 from sim.cluster.faults import (
     Fault,
     FaultContext,
@@ -41,11 +43,11 @@ from sim.cluster.skips import SkipAccounting, final_log
 from sim.cluster.wiring import admin_spec, consumer_configs, node_specs
 from sim.engine.disk import CrashKind, Disk
 from sim.engine.eventlog import EventLog
-from sim.engine.kernel import HostKind, Kernel, StopReason
+from sim.engine.kernel import ActorSpec, HostKind, Kernel, NodeSpec, StopReason
 from sim.engine.network import NetworkConfig
 from sim.engine.trace import LOG_SCHEMA_VERSION
 
-__all__ = ["Cluster", "check_scenario"]
+__all__ = ["Client", "Cluster", "check_scenario"]
 
 
 def check_scenario(scenario: Scenario) -> list[Fault]:
@@ -95,6 +97,7 @@ class Cluster:
             network=NetworkConfig(net["latency.min.ms"], net["latency.max.ms"]),
             host=host,
             event_log=EventLog(events_path),
+            wrap=RequestLog if scenario.get("run", "log.requests") else None,
         )
         self.kernel.emit(
             "run_started",
@@ -312,6 +315,16 @@ class Cluster:
                 if replica is not None and replica["role"] == "leader":
                     leaders.append((replica["leader_epoch"], node))
         return max(leaders)[1] if leaders else None
+
+    # ------------------------------------------------------------------ scripted clients
+
+    def client(self, name: str) -> Client:
+        """A scripted client on a new node `name`, started now: it sends raw requests of
+        `protocols/` at the times `Client.send` says and records every answer
+        (sim.cluster.client)."""
+        handle = Client(self.kernel, name)
+        self.kernel.add_node(NodeSpec(name, (ActorSpec(CLIENT_ACTOR, lambda: handle.script),)))
+        return handle
 
     # ------------------------------------------------------------------ inspection
 

@@ -36,6 +36,7 @@ SECTIONS: dict[str, tuple[Setting, ...]] = {
             choices=("fail", "report"),
             doc="fail the run on a violation, or report violations (a study of an unsafe setup)",
         ),
+        _s("log.requests", bool, False, doc="log every request sent and every answer received (request_sent, response_received)"),
     ),
     "kafka": (_s("version", str, "3.9", doc="selects behaviour and defaults (actors/profiles.py)"),),
     "network": (

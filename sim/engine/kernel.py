@@ -34,7 +34,7 @@ from sim.engine.eventlog import EventLog
 from sim.engine.journal import Journal, Observer, SimulationFailed
 from sim.engine.lifecycle import Nodes
 from sim.engine.network import LinkFault, Network, NetworkConfig
-from sim.engine.nodes import ActorSpec, HostKind, Node, NodeSpec, derive_seed
+from sim.engine.nodes import ActorSpec, HostKind, Node, NodeSpec, Wrap, derive_seed
 from sim.engine.trace import TraceContext
 from sim.engine.windows import Windows
 
@@ -45,6 +45,7 @@ __all__ = [
     "NodeSpec",
     "SimulationFailed",
     "StopReason",
+    "Wrap",
     "derive_seed",
 ]
 
@@ -66,7 +67,10 @@ class Kernel:
         network: NetworkConfig,
         host: HostKind = HostKind.PYKKA,
         event_log: EventLog | None = None,
+        wrap: Wrap | None = None,
     ) -> None:
+        """`wrap`, if given, is applied to every behaviour as its actor starts (a generic hook:
+        the cluster logs the protocol's requests with it)."""
         self.seed = seed
         self.trace = TraceContext(run_id, seed)
         self.now_ms = 0
@@ -81,7 +85,7 @@ class Kernel:
         self._windows = Windows(records, self._hosts, self.network, self._journal)
         self._nodes = Nodes(
             records, self._hosts, self._windows, self._journal,
-            seed=seed, trace=self.trace, host=host, schedule=self.schedule,
+            seed=seed, trace=self.trace, host=host, schedule=self.schedule, wrap=wrap,
         )
         self._kernel_events: list[tuple[int, int, str, Callable[[], None]]] = []
         self._relay_goal = _Goal(0)
@@ -167,12 +171,14 @@ class Kernel:
         """The actor's state as plain data (between windows only)."""
         return self._hosts[address].snapshot(self.now_ms)
 
-    def tell(self, actor: Address, message: Any) -> bool:
+    def tell(self, actor: Address, message: Any, *, log: bool = True) -> bool:
         """Hand `actor` a call from the application around it (a consumer's `close()`), now,
-        before its other events of this millisecond. False if it is not up to hear it."""
+        before its other events of this millisecond. False if it is not up to hear it.
+        `log=False` leaves it out of the log: a script's own bookkeeping, not a fact of the run."""
         if not self._windows.call(self.now_ms, actor, message):
             return False
-        self.emit("application_called", target=str(actor), action=getattr(message, "action", ""))
+        if log:
+            self.emit("application_called", target=str(actor), action=getattr(message, "action", ""))
         return True
 
     # ----------------------------------------------------------------- faults and actions

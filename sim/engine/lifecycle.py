@@ -25,7 +25,7 @@ from actors.host import DirectHost, Host, PykkaHost, wait_stopped
 from actors.runtime import ActorRuntime
 from sim.engine.disk import CrashKind, Disk
 from sim.engine.journal import Journal
-from sim.engine.nodes import HostKind, Node, NodeSpec, derive_seed
+from sim.engine.nodes import HostKind, Node, NodeSpec, Wrap, derive_seed
 from sim.engine.trace import ActorLog, TraceContext
 from sim.engine.windows import Windows
 
@@ -44,6 +44,7 @@ class Nodes:
         trace: TraceContext,
         host: HostKind,
         schedule: Callable[[int, str, Callable[[], None]], None],
+        wrap: Wrap | None = None,
     ) -> None:
         self.records = nodes
         self.hosts = hosts
@@ -55,6 +56,7 @@ class Nodes:
         self._emit = journal.emit
         self._schedule = schedule
         """Puts a kernel event in the kernel's order (a pause's end)."""
+        self._wrap = wrap
 
     def get(self, name: str) -> Node:
         try:
@@ -74,9 +76,12 @@ class Nodes:
         files = state.disk.view()
         for spec in state.spec.actors:
             address = Address(state.spec.name, spec.name)
+            behavior = spec.factory()
+            if self._wrap is not None:
+                behavior = self._wrap(address, behavior)
             runtime = ActorRuntime(
                 address,
-                spec.factory(),
+                behavior,
                 rng=random.Random(derive_seed(self._seed, address, state.incarnation)),
                 log_factory=lambda clock, a=address: ActorLog(self._trace, a.node, a.actor, clock),
                 start_ms=now_ms,

@@ -36,6 +36,10 @@ class HostKind(StrEnum):
     DIRECT = "direct"
 
 
+Wrap = Callable[[Address, Behavior], Behavior]
+"""A function applied to each behaviour as its actor starts (`Kernel(wrap=...)`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ActorSpec:
     name: str

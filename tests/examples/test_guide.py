@@ -114,8 +114,10 @@ def test_guide_mistakes_print_what_the_guide_shows() -> None:
         assert (result.returncode, result.stderr) == (2, error + "\n")
 
 
-def test_guide_python_example_prints_what_the_guide_shows() -> None:
-    (example,) = [b for b in _code_blocks("python") if "from sim.cluster.harness import Cluster" in b]
+@pytest.mark.parametrize(
+    "example", [b for b in _code_blocks("python") if "from sim.cluster.harness import Cluster" in b], ids=["state", "client"]
+)
+def test_guide_python_example_prints_what_the_guide_shows(example: str) -> None:
     result = subprocess.run(
         [sys.executable, "-c", example], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
     )

@@ -614,4 +614,43 @@ MUTANTS: tuple[Mutant, ...] = (
         "        elif error in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.GROUP_MAX_SIZE_REACHED):\n",
         ("tests/scenarios/test_group_coordinator.py::test_a_consumer_refused_by_a_full_group_stops_and_the_group_goes_on",),
     ),
+    Mutant(
+        "offsets_load_ms_ignored",
+        "a coordinator's load of a __consumer_offsets partition lasts `offsets.load.ms` (the simulator's key; "
+        "Kafka's lasts as long as reading the partition: GroupMetadataManager.scheduleLoadGroupAndOffsets)",
+        "actors/group/settings.py",
+        '        load_ms=settings["offsets.load.ms"],\n',
+        "",
+        ("tests/scenarios/test_coordinator_load.py::test_requests_get_coordinator_load_in_progress_until_the_load_ends",),
+    ),
+    Mutant(
+        "coordinator_load_ends_early",
+        "requests for a loading partition's groups get COORDINATOR_LOAD_IN_PROGRESS until the load ends "
+        "(GroupCoordinator.validateGroupStatus, GroupMetadataManager.isPartitionLoading)",
+        "actors/group/loading.py",
+        'out.set_timer(timer_key("load", partition), m.config.load_ms)',
+        'out.set_timer(timer_key("load", partition), m.config.load_ms - 1)',
+        ("tests/scenarios/test_coordinator_load.py::test_requests_get_coordinator_load_in_progress_until_the_load_ends",),
+    ),
+    Mutant(
+        "request_log_without_error",
+        "a logged answer names its error (log.requests: response_received's `error`, as Kafka's "
+        "AbstractResponse.errorCounts reads an answer)",
+        "actors/request_log.py",
+        '                    "error": answer_error(message),\n',
+        '                    "error": "NONE",\n',
+        (
+            "tests/scenarios/test_request_log.py::test_a_consumers_join_is_its_requests_and_answers_in_order",
+            "tests/scenarios/test_request_log.py::test_an_answers_error_is_its_own_or_its_first_partitions",
+        ),
+    ),
+    Mutant(
+        "request_log_error_ignores_partitions",
+        "an answer that carries its errors per partition (OffsetCommit, Produce, Fetch) is logged with "
+        "the first of them (AbstractResponse.errorCounts)",
+        "actors/request_log.py",
+        "    for name in plan.nested:\n",
+        "    for name in ():\n",
+        ("tests/scenarios/test_request_log.py::test_an_answers_error_is_its_own_or_its_first_partitions",),
+    ),
 )

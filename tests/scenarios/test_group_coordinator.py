@@ -1,6 +1,6 @@
 """The group coordinator in a real cluster (3 brokers, ZooKeeper mode, the real controller), driven
-by scripted clients that send FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit and
-OffsetFetch at exact times. Latency is exactly 1 ms, so every time below is exact.
+by scripted clients (`Cluster.client`) that send FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
+OffsetCommit and OffsetFetch at exact times. Latency is exactly 1 ms, so every time below is exact.
 
 `my-group` hashes to `__consumer_offsets-0` of 3 (`Utils.abs("my-group".hashCode) % 3`), whose
 replicas are [1, 2, 3]: broker 1 coordinates it, and broker 2 after broker 1 crashes. A
@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from actors.addresses import broker_address, group_coordinator_address
-from actors.core import Address, Ctx, Inbound, Out
 from actors.group.placement import partition_for
 from protocols.errors import ErrorCode
 from protocols.group import (
@@ -42,9 +40,9 @@ from protocols.group import (
     SyncGroupResponse,
     TopicPartitions,
 )
-from sim.cluster.harness import Cluster
+from sim.cluster.harness import Client, Cluster
 from sim.cluster.scenario import parse_scenario
-from sim.engine.kernel import ActorSpec, HostKind, NodeSpec
+from sim.engine.kernel import HostKind
 
 E = ErrorCode
 GROUP = "my-group"
@@ -70,82 +68,44 @@ topics = ["T"]
 """
 PROTOCOLS = (JoinGroupProtocol("range", Subscription(("T",))),)
 
-Message = Any | Callable[["Client"], Any]
+def coordinator(c: Client) -> int:
+    """The broker its latest FindCoordinator answer named."""
+    [*_, (_, found)] = c.answers(FindCoordinatorResponse)
+    return found.node_id
 
 
-@dataclass
-class Client:
-    """A scripted client: sends each `(at_ms, destination, message)` at its time; a destination
-    or message may be a function of the client, to use what it has received (its member id,
-    its coordinator). Records every answer as (time, message)."""
-
-    steps: list[tuple[int, Address | Callable[[Client], Address], Message]] = field(default_factory=list)
-    received: list[tuple[int, Any]] = field(default_factory=list)
-
-    def on_start(self, ctx: Ctx) -> Out:
-        out = Out()
-        for i, (at, _, _) in enumerate(self.steps):
-            out.set_timer(str(i), max(0, at - ctx.now_ms))
-        return out
-
-    def on_timer(self, ctx: Ctx, key: str) -> Out:
-        out = Out()
-        _, dst, message = self.steps[int(key)]
-        dst = dst(self) if callable(dst) else dst
-        message = message(self) if callable(message) else message
-        out.send(dst, message, int(key) + 1)
-        return out
-
-    def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
-        self.received.append((ctx.now_ms, inbound.message))
-        return Out()
-
-    def snapshot(self) -> dict[str, Any]:
-        return {"received": len(self.received)}
-
-    # ------------------------------------------------------------------ what it learned
-
-    def answers(self, kind: type) -> list[tuple[int, Any]]:
-        return [(t, m) for t, m in self.received if isinstance(m, kind)]
-
-    @property
-    def member_id(self) -> str:
-        """The member id of its latest JoinGroup answer that named one."""
-        return [m.member_id for _, m in self.answers(JoinGroupResponse) if m.member_id][-1]
-
-    @property
-    def generation_id(self) -> int:
-        return [m.generation_id for _, m in self.answers(JoinGroupResponse) if m.error_code is E.NONE][-1]
-
-    @property
-    def coordinator(self) -> Address:
-        [*_, (_, found)] = self.answers(FindCoordinatorResponse)
-        return group_coordinator_address(found.node_id)
+def member_id(c: Client) -> str:
+    """The member id of its latest JoinGroup answer that named one."""
+    return [m.member_id for _, m in c.answers(JoinGroupResponse) if m.member_id][-1]
 
 
-def join(member_id: str | Callable[[Client], str] = "") -> Callable[[Client], JoinGroupRequest]:
+def generation_id(c: Client) -> int:
+    return [m.generation_id for _, m in c.answers(JoinGroupResponse) if m.error_code is E.NONE][-1]
+
+
+def join(member: str | Callable[[Client], str] = "") -> Callable[[Client], JoinGroupRequest]:
     def build(c: Client) -> JoinGroupRequest:
-        mid = member_id(c) if callable(member_id) else member_id
+        mid = member(c) if callable(member) else member
         return JoinGroupRequest(GROUP, 10000, 60000, mid, protocols=PROTOCOLS)
 
     return build
 
 
 def rejoin(c: Client) -> JoinGroupRequest:
-    return join(lambda c: c.member_id)(c)
+    return join(member_id)(c)
 
 
 def commit(generation: int | None, offsets: dict[int, int]) -> Callable[[Client], OffsetCommitRequest]:
     def build(c: Client) -> OffsetCommitRequest:
         parts = tuple(OffsetCommitPartition(p, o) for p, o in sorted(offsets.items()))
-        gen = c.generation_id if generation is None else generation
-        return OffsetCommitRequest(GROUP, gen, c.member_id, topics=(OffsetCommitTopic("T", parts),))
+        gen = generation_id(c) if generation is None else generation
+        return OffsetCommitRequest(GROUP, gen, member_id(c), topics=(OffsetCommitTopic("T", parts),))
 
     return build
 
 
 def heartbeat(c: Client) -> HeartbeatRequest:
-    return HeartbeatRequest(GROUP, c.generation_id, c.member_id)
+    return HeartbeatRequest(GROUP, generation_id(c), member_id(c))
 
 
 def sync(assign: Callable[[Client], dict[str, tuple[int, ...]]] | None = None) -> Callable[[Client], SyncGroupRequest]:
@@ -155,7 +115,7 @@ def sync(assign: Callable[[Client], dict[str, tuple[int, ...]]] | None = None) -
             assignments = tuple(
                 SyncGroupAssignment(mid, Assignment((TopicPartitions("T", ps),))) for mid, ps in sorted(assign(c).items())
             )
-        return SyncGroupRequest(GROUP, c.generation_id, c.member_id, assignments=assignments)
+        return SyncGroupRequest(GROUP, generation_id(c), member_id(c), assignments=assignments)
 
     return build
 
@@ -185,28 +145,36 @@ def cluster() -> Any:
         yield built
 
 
-def _start(cluster: Cluster, **clients: Client) -> list[dict[str, Any]]:
+Plan = list[tuple[int, int | Callable[[Client], int], Any]]
+
+
+def _start(cluster: Cluster, **plans: Plan) -> tuple[list[dict[str, Any]], dict[str, Client]]:
+    """Every event from now on, and one scripted client per plan of `(at_ms, broker, request)`
+    steps (a broker or request may be a function of the client)."""
     events: list[dict[str, Any]] = []
     cluster.kernel.observe(events.append)
-    for name, client in clients.items():
-        cluster.kernel.add_node(NodeSpec(name, (ActorSpec("client", lambda c=client: c),)))
-    return events
+    clients = {}
+    for name, plan in plans.items():
+        clients[name] = client = cluster.client(name)
+        for at_ms, broker, request in plan:
+            client.send(at_ms, broker, request)
+    return events, clients
 
 
-C1_PLAN = [
-    (1000, broker_address(1), FIND),
-    (1100, lambda c: c.coordinator, join()),
-    (1200, lambda c: c.coordinator, rejoin),
+C1_PLAN: Plan = [
+    (1000, 1, FIND),
+    (1100, coordinator, join()),
+    (1200, coordinator, rejoin),
 ]
-COORDINATOR_1, COORDINATOR_2 = group_coordinator_address(1), group_coordinator_address(2)
+COORDINATOR_1, COORDINATOR_2 = 1, 2
 
 
 def test_find_coordinator_answers_the_leader_of_the_groups_partition(cluster: Cluster) -> None:
     """FindCoordinator hashes the group id to its `__consumer_offsets` partition and answers that
     partition's leader from the broker's metadata cache, whichever broker is asked."""
     assert partition_for(GROUP, 3) == 0
-    c1 = Client([(1000, broker_address(3), FIND)])
-    _start(cluster, c1=c1)
+    _, clients = _start(cluster, c1=[(1000, 3, FIND)])
+    c1 = clients["c1"]
     cluster.run(until_ms=1010)
     assert c1.answers(FindCoordinatorResponse) == [(1002, FindCoordinatorResponse(E.NONE, 1))]
 
@@ -215,8 +183,8 @@ def test_member_id_required_then_generation_1_after_the_initial_delay(cluster: C
     """KIP-394: the first JoinGroup gets MEMBER_ID_REQUIRED; the join with that id moves the
     Empty group to PreparingRebalance, and the InitialDelayedJoin completes it 3000 ms later
     (at 1201 + 3000) as generation 1, with the member as leader."""
-    c1 = Client(list(C1_PLAN))
-    events = _start(cluster, c1=c1)
+    events, clients = _start(cluster, c1=C1_PLAN)
+    c1 = clients["c1"]
     cluster.run(until_ms=4300)
     first = at(c1, JoinGroupResponse, 1102)
     assert first.error_code is E.MEMBER_ID_REQUIRED and first.member_id.startswith("consumer-my-group-1-")
@@ -252,48 +220,42 @@ class Story:
 
 @pytest.fixture(scope="module")
 def story() -> Story:
-    c1 = Client(
-        [
-            *C1_PLAN,
-            (4300, COORDINATOR_1, sync(lambda c: {c.member_id: (0, 1, 2)})),
-            (5000, COORDINATOR_1, commit(None, {0: 5})),
-            (6200, COORDINATOR_1, heartbeat),
-            (6300, COORDINATOR_1, rejoin),
-            (6500, COORDINATOR_1, sync(leader_assignment)),
-            (7000, COORDINATOR_1, commit(1, {0: 7})),
-            (7100, COORDINATOR_1, commit(None, {0: 10, 1: 20})),
-            (12050, broker_address(2), FIND),
-            (12100, lambda c: c.coordinator, heartbeat),
-        ]
-    )
-    c2 = Client(
-        [
-            (5001, COORDINATOR_1, FETCH),
-            (5010, COORDINATOR_1, FETCH),
-            (6000, COORDINATOR_1, join()),
-            (6100, COORDINATOR_1, rejoin),
-            (6400, COORDINATOR_1, sync()),
-            (7200, COORDINATOR_1, commit(None, {2: 30})),
-            (12100, COORDINATOR_2, FETCH),
-        ]
-    )
-    c3 = Client(
-        [
-            (7500, COORDINATOR_1, join()),
-            (7600, COORDINATOR_1, rejoin),
-            (12050, broker_address(3), FIND),
-            (12100, lambda c: c.coordinator, rejoin),
-        ]
-    )
+    c1: Plan = [
+        *C1_PLAN,
+        (4300, COORDINATOR_1, sync(lambda c: {member_id(c): (0, 1, 2)})),
+        (5000, COORDINATOR_1, commit(None, {0: 5})),
+        (6200, COORDINATOR_1, heartbeat),
+        (6300, COORDINATOR_1, rejoin),
+        (6500, COORDINATOR_1, sync(leader_assignment)),
+        (7000, COORDINATOR_1, commit(1, {0: 7})),
+        (7100, COORDINATOR_1, commit(None, {0: 10, 1: 20})),
+        (12050, 2, FIND),
+        (12100, coordinator, heartbeat),
+    ]
+    c2: Plan = [
+        (5001, COORDINATOR_1, FETCH),
+        (5010, COORDINATOR_1, FETCH),
+        (6000, COORDINATOR_1, join()),
+        (6100, COORDINATOR_1, rejoin),
+        (6400, COORDINATOR_1, sync()),
+        (7200, COORDINATOR_1, commit(None, {2: 30})),
+        (12100, COORDINATOR_2, FETCH),
+    ]
+    c3: Plan = [
+        (7500, COORDINATOR_1, join()),
+        (7600, COORDINATOR_1, rejoin),
+        (12050, 3, FIND),
+        (12100, coordinator, rejoin),
+    ]
     scenario = parse_scenario(SCENARIO, "group-coordinator", [])
     with Cluster(scenario, host=HostKind.DIRECT) as cluster:
-        events = _start(cluster, c1=c1, c2=c2, c3=c3)
+        events, clients = _start(cluster, c1=c1, c2=c2, c3=c3)
         cluster.run(until_ms=8000)
         cluster.crash("broker-1")
         cluster.run(until_ms=12200)
         partition = cluster.state("broker-2", "broker")["partitions"]["__consumer_offsets-0"]
         log = [value for _, _, value in partition["log"]]
-    return Story(c1, c2, c3, events, log)
+    return Story(clients["c1"], clients["c2"], clients["c3"], events, log)
 
 
 def test_a_second_member_starts_generation_2_and_the_leader_stays(story: Story) -> None:
@@ -302,7 +264,7 @@ def test_a_second_member_starts_generation_2_and_the_leader_stays(story: Story) 
     members joined, none pending): generation 2, C1 still leader, and only C1's answer lists the
     members."""
     c1, c2 = story.c1, story.c2
-    m1, m2 = c1.member_id, c2.member_id
+    m1, m2 = member_id(c1), member_id(c2)
     [(t, changed)] = [(e["ts_ms"], e["previous_state"]) for e in where(story.events, "group_state_changed", generation_id=1, state="PreparingRebalance")]
     assert (t, changed) == (6101, "Stable")
     assert at(c1, HeartbeatResponse, 6202).error_code is E.REBALANCE_IN_PROGRESS
@@ -319,10 +281,10 @@ def test_sync_group_answers_once_the_leaders_assignment_is_stored(story: Story) 
     the same moment, and the group is Stable."""
     c1, c2 = story.c1, story.c2
     [stored] = where(story.events, "group_assignment_stored", generation_id=2)
-    low, high = sorted([c1.member_id, c2.member_id])
+    low, high = sorted([member_id(c1), member_id(c2)])
     assert (stored["ts_ms"], stored["error"]) == (6505, "NONE")
     assert stored["assignments"] == [[low, ["T-0", "T-1"]], [high, ["T-2"]]]
-    mine = {c1.member_id: at(c1, SyncGroupResponse, 6506), c2.member_id: at(c2, SyncGroupResponse, 6506)}
+    mine = {member_id(c1): at(c1, SyncGroupResponse, 6506), member_id(c2): at(c2, SyncGroupResponse, 6506)}
     assert mine[low].assignment == Assignment((TopicPartitions("T", (0, 1)),))
     assert mine[high].assignment == Assignment((TopicPartitions("T", (2,)),))
     [stable] = where(story.events, "group_state_changed", node="broker-1", generation_id=2, state="Stable")
@@ -361,7 +323,7 @@ def test_the_new_coordinator_resumes_the_last_stored_generation(story: Story) ->
     [resumed] = where(story.events, "group_state_changed", node="broker-2", group_id=GROUP)
     assert (resumed["previous_state"], resumed["state"], resumed["generation_id"]) == (None, "Stable", 2)
     added = sorted(e["member_id"] for e in where(story.events, "group_member_added", node="broker-2"))
-    assert added == sorted([c1.member_id, c2.member_id])
+    assert added == sorted([member_id(c1), member_id(c2)])
     assert at(c1, FindCoordinatorResponse, 12052).node_id == 2
     assert at(c1, HeartbeatResponse, 12102).error_code is E.NONE
     assert at(c3, JoinGroupResponse, 12102).error_code is E.UNKNOWN_MEMBER_ID
