@@ -280,7 +280,8 @@ class ActorRuntime:
             elif kind is Exit:
                 self._result.exited = self.now_ms
             elif kind is Disconnect:
-                self._result.sends.append(_new_outbound((self.now_ms, command.dst, None, self.address)))
+                closed = _new_outbound((self.now_ms, command.dst, None, self.address))
+                self._result.sends.append(closed)
                 self._result.disconnected = True
             else:
                 msg = f"unknown command {command!r}"

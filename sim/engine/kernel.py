@@ -223,7 +223,8 @@ class Kernel:
     def lift(self, side_a: list[str], side_b: list[str], *, one_way: bool = False) -> None:
         """Lift the partition `partition(side_a, side_b, one_way)` made, and no other; what the
         links it opens held goes on."""
-        released = self._windows.release(self.now_ms, self.network.lift(side_a, side_b, one_way=one_way))
+        opened = self.network.lift(side_a, side_b, one_way=one_way)
+        released = self._windows.release(self.now_ms, opened)
         self.emit(
             "network_partition_lifted",
             side_a=sorted(side_a),

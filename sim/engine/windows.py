@@ -227,7 +227,8 @@ class Windows:
             routed = network.transmit(ts, src.node, dst.node, frame)
             if type(routed) is str:  # held or dropped (a test without a call: per send)
                 if routed is HELD:
-                    network.hold(src.node, dst.node, (ts, 0, src, dst, frame, network.connection(src.node, dst.node)))
+                    connection = network.connection(src.node, dst.node)
+                    network.hold(src.node, dst.node, (ts, 0, src, dst, frame, connection))
                     continue
                 self.dropped += 1
                 self._emit(
@@ -266,7 +267,12 @@ class Windows:
         self.seq += 1
         heapq.heappush(
             self.pending,
-            (ts_ms + network.latency_ms(), self.seq, *notice[2:5], network.connection(peer, actor.node)),
+            (
+                ts_ms + network.latency_ms(),
+                self.seq,
+                *notice[2:5],
+                network.connection(peer, actor.node),
+            ),
         )
         return True
 
@@ -300,7 +306,8 @@ class Windows:
                 released += 1
                 for deliver_ms, delivered_frame, _ in routed:
                     self.seq += 1
-                    heapq.heappush(pending, (deliver_ms, self.seq, src, dst, delivered_frame, connection))
+                    entry = (deliver_ms, self.seq, src, dst, delivered_frame, connection)
+                    heapq.heappush(pending, entry)
         return released
 
     def purge_held(self, ts_ms: int, node: str) -> None:
@@ -334,7 +341,9 @@ class Windows:
 
     def _dropped(self, ts_ms: int, src: Address, dst: Address, frame: bytes, reason: str) -> None:
         self.dropped += 1
-        self._emit(ts_ms, "message_dropped", src=str(src), dst=str(dst), bytes=len(frame), reason=reason)
+        self._emit(
+            ts_ms, "message_dropped", src=str(src), dst=str(dst), bytes=len(frame), reason=reason
+        )
 
 
 def _merged(sources: list[list[Any]]) -> Iterable[Any]:
