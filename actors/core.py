@@ -27,6 +27,7 @@ __all__ = [
     "Command",
     "Ctx",
     "DeleteHead",
+    "Disconnect",
     "DiskCommand",
     "Emit",
     "Exit",
@@ -137,8 +138,17 @@ class Exit:
     of the node stops and its connections close, as after a crash; the disk keeps everything."""
 
 
+@fast_init
+@dataclass(frozen=True, slots=True)
+class Disconnect:
+    """Close this actor's connection to `dst` (Kafka's `NetworkClient.disconnect`, after a
+    request timeout): what the network still holds on it, both ways, is never delivered."""
+
+    dst: Address
+
+
 DiskCommand = Append | Truncate | DeleteHead | WriteFile | Flush
-Command = Send | SetTimer | CancelTimer | Emit | DiskCommand | Exit
+Command = Send | SetTimer | CancelTimer | Emit | DiskCommand | Exit | Disconnect
 
 
 class Out(list[Command]):
@@ -174,6 +184,9 @@ class Out(list[Command]):
 
     def exit(self) -> None:
         self.append(Exit())
+
+    def disconnect(self, dst: Address) -> None:
+        self.append(Disconnect(dst))
 
 
 class Inbound(NamedTuple):

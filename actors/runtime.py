@@ -31,6 +31,7 @@ from actors.core import (
     CancelTimer,
     Ctx,
     DeleteHead,
+    Disconnect,
     DiskCommand,
     Emit,
     Exit,
@@ -68,11 +69,12 @@ class Delivery(NamedTuple):
 
 class OutboundFrame(NamedTuple):
     """A frame sent at `ts_ms`; it names its sender, so the kernel merges a window's sends as
-    they are."""
+    they are. A frame of None is the sender closing its connection to `dst` (`Disconnect`),
+    kept among the sends so that what it sent before and after the close stays apart."""
 
     ts_ms: int
     dst: Address
-    frame: bytes
+    frame: bytes | None
     src: Address
 
 
@@ -101,6 +103,8 @@ class WindowResult:
     rejected: int = 0
     exited: int | None = None
     """When the actor's process exited on purpose (`Out.exit`), if it did."""
+    disconnected: bool = False
+    """Whether `sends` holds a closed connection (`Disconnect`)."""
 
 
 class HandlerError(Exception):
@@ -275,6 +279,10 @@ class ActorRuntime:
                 self._result.disk.append(command)
             elif kind is Exit:
                 self._result.exited = self.now_ms
+            elif kind is Disconnect:
+                closed = _new_outbound((self.now_ms, command.dst, None, self.address))
+                self._result.sends.append(closed)
+                self._result.disconnected = True
             else:
                 msg = f"unknown command {command!r}"
                 raise TypeError(msg)

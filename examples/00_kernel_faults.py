@@ -13,10 +13,11 @@ every ping sent before a cut-off is answered before the next one leaves.
 - The process crash keeps the page cache: still 14 after the restart at 3000.
 - By 6000 the restarted actor pinged at 3200, ..., 5800 (14 more): 28. Counts are flushed at
   every fifth answer, so the power loss rolls back to the last multiple of 5: 25.
-- node-0 never crashed: 39 pings by 8000 (200 to 7800). Isolated from 8000, every ping it sends
-  is lost with the broken connection: still 39 at 10000.
-- The heal comes before the actors' events of t=10000, so the pings at 10000, 10200, ..., 10800
-  are answered by 11000: 39 + 5 = 44.
+- node-0 never crashed: 39 pings by 8000 (200 to 7800). Isolated from 8000, it gets no answer:
+  its pings at 8000, 8200, ..., 9800 are held on the cut links (a partition closes no
+  connection): still 39 at 10000.
+- The heal comes before the actors' events of t=10000: the ten held pings go on, in order, and
+  are answered, and so are the pings at 10000, 10200, ..., 10800: 39 + 10 + 5 = 54 by 11000.
 - The digest is the sha256 of the event log: any change to what the simulation does shows here.
 
 Run: .venv/bin/python examples/00_kernel_faults.py [--seed N]

@@ -30,16 +30,17 @@ auto-commit before 12 s is at 10.41 s (10.31 s for the static one): T-1 at 520 (
   coordinator last heard from it at 10.41 s (its commit) and removes it at 20.41 s
   (session_timeout). The client gives up its coordinator at 19.29 s, 10 s after its last
   answered heartbeat, failing its commit in flight (DISCONNECTED); its FindCoordinator goes to
-  broker-1 (the broker it tries next with this seed), is lost in the cut, and times out only
-  after request.timeout.ms (30 s), although the cut is lifted at 27 s. Meanwhile it goes on
-  reading T-1 from broker-2, and so does consumer-2 from 21.34 s, at 520. At 49.31 s it finds
-  the coordinator again: its auto-commit is refused UNKNOWN_MEMBER_ID, it resets, its
+  broker-1 (the broker it tries next with this seed) and is held in the cut, as TCP holds it.
+  Meanwhile it goes on reading T-1 from broker-2, and so does consumer-2 from 21.34 s, at 520.
+  The cut is lifted at 27 s: the held FindCoordinator goes on, the zombie finds broker-1 at
+  27.008 s, its auto-commit is refused UNKNOWN_MEMBER_ID (27.016 s), it resets, its
   pre-rebalance commit fails in the client (COMMIT_FAILED) and it rejoins. Duplicates: 520 to
   1085, where it had got when consumer-2 caught up (21.6 s), then every T-1 record both read
-  until 49.31 s, 1085 to 2470: 565 + 1385 = 1950 expelled_session_timeout. How long a zombie
-  lasts depends on how it finds out: with seed 2 it asks broker-2, is told broker-1 again,
-  loses it again after another session timeout (29.41 s), and meets the refusal at 29.52 s,
-  with 955 duplicates.
+  until 27.016 s, 1085 to 1355: 565 + 270 = 835 expelled_session_timeout. With seed 2 it asks
+  broker-2 and is told broker-1 again (19.41 s); its commits and heartbeats to broker-1 are
+  held until 27 s, and the first held commit is refused at 27.007 s: 830 duplicates. Either
+  way it lasts as long as the cut (under `request.timeout.ms`, which would close the
+  connection and lose what it held).
 - static: the poll timeout at 19.908 s resets the member in the client and sends nothing; the
   coordinator keeps it (its session would run out at 28.29 s, 10 s after its last heartbeat).
   At 27 s its commit fails in the client (COMMIT_FAILED), it joins with its instance id and

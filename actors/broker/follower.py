@@ -393,6 +393,7 @@ def request_timed_out(b: FetcherContext, ctx: Ctx, out: Out, leader: int) -> Non
         return
     session.in_flight = None
     session.session_epoch = 0  # the answer may have been lost: ask for everything again
+    out.disconnect(broker_address(leader))  # as `NetworkClient` does after a request timeout
     maybe_send(b, ctx, out, session)
 
 

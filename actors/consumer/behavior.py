@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors.addresses import broker_address, group_coordinator_address
 from actors.consumer.application import App, Processing
 from actors.consumer.commits import CommitKind, CommitRequestManager
 from actors.consumer.config import AppCommit, ConsumerConfig, ProcessingMode
@@ -495,6 +496,8 @@ class Consumer:
         if request is None:
             return
         broker = request.broker
+        out.disconnect(broker_address(broker))  # what the connections still carry is lost
+        out.disconnect(group_coordinator_address(broker))
         if request.to_coordinator and broker == self.membership.coordinator:
             self.membership.mark_coordinator_unknown(out, TIMEOUT)
         self.network.fail_requests(out, broker, coordinator_only=False)

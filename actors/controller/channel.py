@@ -95,6 +95,8 @@ class Channel:
 
     def on_timeout(self, out: Out, broker: int) -> None:
         queue = self.queues.get(broker)
+        if queue is not None and queue.in_flight is not None:
+            out.disconnect(broker_address(broker))  # the socket timeout closes the connection
         if queue is not None and queue.pending:
             self._send_head(out, broker, queue)
 

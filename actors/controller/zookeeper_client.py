@@ -87,6 +87,7 @@ class ZooKeeperClient:
         if not any(self.now_ms - w.sent_ms >= read_timeout for _, w in pending):
             return
         out.emit("zk_connection_lost", broker_id=self.broker_id, session_id=self.session_id, pending=len(pending))
+        out.disconnect(ZOOKEEPER)  # what the old connection still carries is lost with it
         self.pending = {}
         for _, w in pending:
             if w.purpose != "ping" and (w.session_id == self.session_id or w.purpose == "connect"):

@@ -372,6 +372,7 @@ class Sender:
         every request in flight on it fails as timed out (`ClientResponse.wasTimedOut`)."""
         request = self.requests.get(correlation_id)
         if request is not None:
+            out.disconnect(broker_address(request.broker))
             self.disconnected(out, request.broker, ErrorCode.REQUEST_TIMED_OUT, force=True)
 
     def disconnected(self, out: Out, broker: int, error: ErrorCode, *, force: bool = False) -> None:

@@ -221,20 +221,28 @@ class Kernel:
         for name in [*side_a, *side_b]:
             self._nodes.get(name)
         self.network.partition(side_a, side_b, one_way=one_way)
+        self._windows.hold_in_flight()
         self.emit(
             "network_partitioned", side_a=sorted(side_a), side_b=sorted(side_b), one_way=one_way
         )
 
     def lift(self, side_a: list[str], side_b: list[str], *, one_way: bool = False) -> None:
-        """Lift the partition `partition(side_a, side_b, one_way)` made, and no other."""
-        self.network.lift(side_a, side_b, one_way=one_way)
+        """Lift the partition `partition(side_a, side_b, one_way)` made, and no other; what the
+        links it opens held goes on."""
+        opened = self.network.lift(side_a, side_b, one_way=one_way)
+        released = self._windows.release(self.now_ms, opened)
         self.emit(
-            "network_partition_lifted", side_a=sorted(side_a), side_b=sorted(side_b), one_way=one_way
+            "network_partition_lifted",
+            side_a=sorted(side_a),
+            side_b=sorted(side_b),
+            one_way=one_way,
+            released=released,
         )
 
     def heal(self) -> None:
-        self.network.heal()
-        self.emit("network_healed")
+        """Lift every partition; what the links held goes on."""
+        released = self._windows.release(self.now_ms, self.network.heal())
+        self.emit("network_healed", released=released)
 
     def add_link_fault(self, fault: LinkFault) -> None:
         self.network.add_fault(fault)

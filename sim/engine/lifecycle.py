@@ -7,7 +7,8 @@ machine is still up: its operating system closes the node's connections, so ever
 had sent to the node is told (`Disconnected`) one latency later, and an envelope that reaches
 the node before it restarts is refused and its sender told one latency after that
 (`Windows.take_deliveries`). A power or disk loss, like a partition, closes nothing: peers hear
-silence until their own timeouts. A paused node (a stop-the-world GC pause) handles nothing
+silence until their own timeouts. Either crash ends what the node's connections held on a cut
+link (`Windows.purge_held`). A paused node (a stop-the-world GC pause) handles nothing
 until it resumes: messages to it wait in its socket buffers and its overdue timers fire on
 resume.
 
@@ -112,6 +113,7 @@ class Nodes:
             self._emit(ts_ms, event, target=node, kind=str(kind))
         else:
             self._emit(ts_ms, event, target=node)
+        self._windows.purge_held(ts_ms, node)
         peers, state.peers = sorted(state.peers), set()
         state.refusing = kind is CrashKind.PROCESS
         if state.refusing:
@@ -127,6 +129,7 @@ class Nodes:
         state.refusing = False
         state.incarnation += 1
         self._network.reset_node(node, sorted(self.records))
+        self._windows.purge_held(now_ms, node)
         self._start_actors(state, now_ms)
 
     def pause(self, node: str, now_ms: int, duration_ms: int) -> None:

@@ -6,14 +6,20 @@ connection. Latency is drawn from the network's own seeded stream, between `late
 `latency.max.ms`; the minimum is also the kernel's lookahead.
 
 Faults act on envelopes and connections, as data (`LinkFault`):
-- `drop`, `duplicate`, `reorder` and `corrupt` act on each envelope with a probability;
+- `drop`, `duplicate`, `reorder` and `corrupt` act on each envelope with a probability: the
+  lossy kinds lose or damage what TCP would not;
 - `delay` adds latency to every envelope;
-- a partition (symmetric or one-way) breaks the connection: envelopes in flight on it are lost,
-  and so is everything sent while it lasts. Clients find out through their own request timeouts,
-  as real clients do. A crash or restart breaks every connection of the node the same way; after
-  a process crash the kernel also tells the node's peers (`protocols.connection`).
+- a partition (symmetric or one-way) cuts links but closes no connection, as a cut cable does
+  to TCP: what was in flight on a cut link, and what is sent on it while it is cut, is held in
+  the link's queue, in order, and goes on when the cut is lifted, each envelope with a fresh
+  latency and the connection's order (`release`). What ends a held envelope is its connection
+  ending first: a crash or restart of either node breaks every connection of the node (after
+  a process crash the kernel also tells the node's peers: `protocols.connection`), and an
+  actor that gives up on a connection closes it (`actors.core.Disconnect`, a client's request
+  timeout); either way what the connection held is never delivered.
 
-What the network does not model: bandwidth, and connection set-up time.
+What the network does not model: bandwidth, connection set-up time, and TCP's retransmission
+back-off (held envelopes go one latency after the cut is lifted, not at the next retry).
 """
 
 from __future__ import annotations
@@ -21,10 +27,16 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from enum import StrEnum
+from collections.abc import Callable
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-__all__ = ["Envelope", "FaultKind", "LinkFault", "Network", "NetworkConfig"]
+__all__ = ["HELD", "Envelope", "FaultKind", "LinkFault", "Network", "NetworkConfig"]
+
+HELD = "held"
+"""What `transmit` says of a frame sent on a cut link: the caller holds it (`hold`)."""
+
+Link = tuple[str, str]
 
 
 class FaultKind(StrEnum):
@@ -93,10 +105,13 @@ class Network:
         self._latency_min = config.latency_min_ms
         self._latency_span = config.latency_max_ms - config.latency_min_ms + 1
         self._faults: list[LinkFault] = []
-        self._blocked: dict[tuple[str, str], int] = {}
+        self._blocked: dict[Link, int] = {}
         """Each cut link, with how many partitions cut it (one lifted, the others still hold)."""
-        self._connection: dict[tuple[str, str], int] = {}
-        self._last_delivery: dict[tuple[str, str], int] = {}
+        self._held: dict[Link, list[Any]] = {}
+        """What each link holds while it is cut, in the connection's order: entries the
+        caller made (`hold`), opaque here."""
+        self._connection: dict[Link, int] = {}
+        self._last_delivery: dict[Link, int] = {}
 
     @property
     def lookahead_ms(self) -> int:
@@ -106,24 +121,28 @@ class Network:
         self._faults.append(fault)
 
     def partition(self, side_a: list[str], side_b: list[str], *, one_way: bool = False) -> None:
-        """Block traffic from side A to side B (and back, unless one-way); break the connections."""
+        """Cut the links from side A to side B (and back, unless one-way); their connections
+        stay open, and what they carry is held until the cut is lifted."""
         for pair in _links(side_a, side_b, one_way=one_way):
             self._blocked[pair] = self._blocked.get(pair, 0) + 1
-            self._break(pair)
 
-    def lift(self, side_a: list[str], side_b: list[str], *, one_way: bool = False) -> None:
+    def lift(self, side_a: list[str], side_b: list[str], *, one_way: bool = False) -> list[Link]:
         """Lift one partition made by `partition` with the same arguments; links another
-        partition also cut stay cut."""
+        partition also cut stay cut. Returns the links now open, sorted."""
+        opened = []
         for pair in _links(side_a, side_b, one_way=one_way):
             count = self._blocked.get(pair, 0) - 1
             if count > 0:
                 self._blocked[pair] = count
-            else:
-                self._blocked.pop(pair, None)
+            elif self._blocked.pop(pair, None) is not None:
+                opened.append(pair)
+        return sorted(opened)
 
-    def heal(self) -> None:
-        """Lift every partition. Connections are re-established on the next send."""
+    def heal(self) -> list[Link]:
+        """Lift every partition; returns the links now open, sorted."""
+        opened = sorted(self._blocked)
         self._blocked.clear()
+        return opened
 
     def reset_node(self, node: str, nodes: list[str]) -> None:
         """Break every connection to and from `node` (it crashed or restarted)."""
@@ -137,15 +156,49 @@ class Network:
     def is_blocked(self, src: str, dst: str) -> bool:
         return (src, dst) in self._blocked
 
+    # ----------------------------------------------------------------- what cut links hold
+
+    def hold(self, src: str, dst: str, entry: Any) -> None:
+        """Queue `entry` on the cut link from `src` to `dst`, behind what it already holds."""
+        held = self._held.get((src, dst))
+        if held is None:
+            self._held[(src, dst)] = [entry]
+        else:
+            held.append(entry)
+
+    def release(self, link: Link) -> list[Any]:
+        """Everything `link` held, in order, and the link holds nothing more."""
+        return self._held.pop(link, [])
+
+    def discard(self, link: Link, lost: Callable[[Any], bool]) -> list[Any]:
+        """Take the entries `link` holds for which `lost(entry)` is true (a closed connection's),
+        in order; the others stay held, in order."""
+        held = self._held.get(link)
+        if not held:
+            return []
+        gone = [entry for entry in held if lost(entry)]
+        if gone:
+            kept = [entry for entry in held if not lost(entry)]
+            if kept:
+                self._held[link] = kept
+            else:
+                del self._held[link]
+        return gone
+
+    def holding(self, node: str) -> list[Link]:
+        """The links to or from `node` that hold something, sorted."""
+        return sorted(link for link in self._held if node in link)
+
     def latency_ms(self) -> int:
         """One latency draw, for what the network itself sends (a closed connection's notice)."""
         return self._latency_min + int(self._rng.random() * self._latency_span)
 
     def transmit(self, now_ms: int, src: str, dst: str, frame: bytes) -> list[Envelope] | str:
-        """Route one frame: the envelopes to deliver, or the reason it was dropped."""
+        """Route one frame: the envelopes to deliver, or why there are none: `HELD` (the link
+        is cut: the caller holds the frame) or the reason it was dropped."""
         link = (src, dst)
         if link in self._blocked:
-            return "partitioned"
+            return HELD
         rng = self._rng
         latency = self._latency_min + int(rng.random() * self._latency_span)
         reorder_lag = -1
@@ -186,11 +239,11 @@ class Network:
         damaged[position] ^= self._rng.randint(1, 255)
         return bytes(damaged)
 
-    def _break(self, link: tuple[str, str]) -> None:
+    def _break(self, link: Link) -> None:
         self._connection[link] = self._connection.get(link, 0) + 1
         self._last_delivery.pop(link, None)
 
 
-def _links(side_a: list[str], side_b: list[str], *, one_way: bool) -> list[tuple[str, str]]:
+def _links(side_a: list[str], side_b: list[str], *, one_way: bool) -> list[Link]:
     pairs = [(a, b) for a in side_a for b in side_b if a != b]
     return pairs if one_way else pairs + [(b, a) for a, b in pairs]

@@ -12,6 +12,11 @@ delivers joins the envelopes' heap for a later window: nothing sent inside a win
 inside it. The kernel puts envelopes in flight of its own: a closed connection's `Disconnected`
 (`disconnect`) and an application's call to its client (`call`).
 
+A cut link holds its envelopes in the network (`sim.engine.network`): those in flight when it
+is cut (`hold_in_flight`) and those sent on it meanwhile, until the cut is lifted (`release`)
+or their connection ends: a crash or restart of either node (`purge_held`), or an actor
+closing it (`Disconnect`, routed among the sends in their order: `_route_closing`).
+
 One sequence number breaks the ties in the kernel's heaps, the envelopes' and the kernel
 events': it counts every envelope and kernel event pushed, whoever pushes it, so its values are
 part of what a run's log depends on.
@@ -33,7 +38,7 @@ from actors.runtime import Delivery, HandlerError, OutboundFrame, WindowResult
 from protocols.codec import encode_frame
 from protocols.connection import Disconnected
 from sim.engine.journal import Journal, ts_of
-from sim.engine.network import Network
+from sim.engine.network import HELD, Network
 from sim.engine.nodes import APPLICATION, CONNECTION, Node
 from sim.engine.trace import LogLine
 
@@ -166,11 +171,14 @@ class Windows:
         results: list[tuple[Address, WindowResult]] = []
         sends: list[list[OutboundFrame]] = []
         failures: list[HandlerError] = []
+        closing = False
         for address, outcome in zip(busy, self.batch.results, strict=True):
             if isinstance(outcome, WindowResult):
                 results.append((address, outcome))
                 if outcome.sends:
                     sends.append(outcome.sends)
+                    if outcome.disconnected:
+                        closing = True
             elif isinstance(outcome, HandlerError):
                 failures.append(outcome)
             else:
@@ -180,7 +188,10 @@ class Windows:
         lines: list[list[LogLine]] = []  # the window's sources of lines with some, in merge order
         if kernel_lines := self._log.take():
             lines.append(kernel_lines)
-        self.route(sends)
+        if closing:
+            self._route_closing(sends)
+        else:
+            self.route(sends)
         if routing_lines := self._log.take():  # the sends the network dropped
             lines.append(routing_lines)
         exits = []
@@ -214,7 +225,11 @@ class Windows:
             if node is not None and dst.node != src.node:
                 node.peers.add(src)
             routed = network.transmit(ts, src.node, dst.node, frame)
-            if type(routed) is str:  # why it was dropped (a test without a call: per send)
+            if type(routed) is str:  # held or dropped (a test without a call: per send)
+                if routed is HELD:
+                    connection = network.connection(src.node, dst.node)
+                    network.hold(src.node, dst.node, (ts, 0, src, dst, frame, connection))
+                    continue
                 self.dropped += 1
                 self._emit(
                     ts, "message_dropped", src=str(src), dst=str(dst), bytes=len(frame), reason=routed
@@ -244,19 +259,91 @@ class Windows:
         node = self.nodes.get(actor.node)
         if node is None or not node.up or actor not in self.hosts:
             return False
+        network = self.network
+        notice = (ts_ms, 0, Address(peer, CONNECTION), actor, _disconnected_frame(peer), 0)
+        if network.is_blocked(peer, actor.node):  # the close reaches it when the cut is lifted
+            network.hold(peer, actor.node, notice)
+            return True
         self.seq += 1
         heapq.heappush(
             self.pending,
             (
-                ts_ms + self.network.latency_ms(),
+                ts_ms + network.latency_ms(),
                 self.seq,
-                Address(peer, CONNECTION),
-                actor,
-                _disconnected_frame(peer),
-                self.network.connection(peer, actor.node),
+                *notice[2:5],
+                network.connection(peer, actor.node),
             ),
         )
         return True
+
+    # ----------------------------------------------------------------- cut links
+
+    def hold_in_flight(self) -> None:
+        """A partition cut links: what is in flight on them is held, in delivery order."""
+        network = self.network
+        held = [e for e in self.pending if network.is_blocked(e[2].node, e[3].node)]
+        if not held:
+            return
+        self.pending[:] = [e for e in self.pending if not network.is_blocked(e[2].node, e[3].node)]
+        heapq.heapify(self.pending)
+        for entry in sorted(held):  # (delivery time, sequence): unique, each link in its order
+            network.hold(entry[2].node, entry[3].node, entry)
+
+    def release(self, ts_ms: int, links: list[tuple[str, str]]) -> int:
+        """The cuts of `links` were lifted at `ts_ms`: what each held goes on, in order, each
+        envelope with a fresh latency; returns how many envelopes went on. A closed
+        connection's notice goes on the connection as it is now: it says the old one ended."""
+        network, pending = self.network, self.pending
+        released = 0
+        for link in links:
+            for _, _, src, dst, frame, connection in network.release(link):
+                if src.actor == CONNECTION:
+                    connection = network.connection(*link)
+                routed = network.transmit(ts_ms, src.node, dst.node, frame)
+                if type(routed) is str:  # a link fault dropped it
+                    self._dropped(ts_ms, src, dst, frame, routed)
+                    continue
+                released += 1
+                for deliver_ms, delivered_frame, _ in routed:
+                    self.seq += 1
+                    entry = (deliver_ms, self.seq, src, dst, delivered_frame, connection)
+                    heapq.heappush(pending, entry)
+        return released
+
+    def purge_held(self, ts_ms: int, node: str) -> None:
+        """`node` crashed or restarted: what its broken connections held is lost (a closed
+        connection's notice is not: the peer still learns of the close when the cut lifts)."""
+        network = self.network
+        for link in network.holding(node):
+            current = network.connection(*link)
+            for _, _, src, dst, frame, _ in network.discard(
+                link, lambda e, c=current: e[5] != c and e[2].actor != CONNECTION
+            ):
+                self._dropped(ts_ms, src, dst, frame, "connection_reset")
+
+    def _route_closing(self, sends: list[list[OutboundFrame]]) -> None:
+        """`route`, where some actor closed a connection: each close in its place among the
+        sends, so that it loses what was held before it and nothing sent after it."""
+        for send in _merged(sends):
+            if send.frame is None:
+                self._close(send.ts_ms, send.src, send.dst)
+            else:
+                self.route([[send]])
+
+    def _close(self, ts_ms: int, src: Address, dst: Address) -> None:
+        """`src` closed its connection to `dst`: what the links hold of it, both ways, is lost."""
+        network = self.network
+        for a, b in ((src, dst), (dst, src)):
+            for _, _, held_src, held_dst, frame, _ in network.discard(
+                (a.node, b.node), lambda e, a=a, b=b: e[2] == a and e[3] == b
+            ):
+                self._dropped(ts_ms, held_src, held_dst, frame, "connection_closed")
+
+    def _dropped(self, ts_ms: int, src: Address, dst: Address, frame: bytes, reason: str) -> None:
+        self.dropped += 1
+        self._emit(
+            ts_ms, "message_dropped", src=str(src), dst=str(dst), bytes=len(frame), reason=reason
+        )
 
 
 def _merged(sources: list[list[Any]]) -> Iterable[Any]:

@@ -417,6 +417,6 @@ def test_an_alter_partition_whose_answer_was_lost_is_sent_again_and_converges() 
     changes = [(e["event"], e["isr"], e["partition_epoch"]) for e in _where(events, "isr_shrunk") + _where(events, "isr_expanded")]
     assert changes == [("isr_shrunk", [1, 3], 1), ("isr_expanded", [1, 2, 3], 2)]
     [shrunk] = _where(events, "isr_shrunk")
-    assert shrunk["ts_ms"] == 45_000 + 30_000 + 3  # sent again when the first request timed out
+    assert shrunk["ts_ms"] == 45_000 + 30_000 + 8  # sent again when the first request timed out
     assert not _where(events, "alter_partition_rejected") and not _where(events, "isr_change_failed")
     assert (leader["isr"], leader["partition_epoch"]) == ([1, 2, 3], 2)

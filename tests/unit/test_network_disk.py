@@ -6,7 +6,7 @@ import random
 
 from actors.core import Append, Flush, Truncate, WriteFile
 from sim.engine.disk import CrashKind, Disk
-from sim.engine.network import FaultKind, LinkFault, Network, NetworkConfig
+from sim.engine.network import HELD, FaultKind, LinkFault, Network, NetworkConfig
 
 
 def _net(seed: int = 1, low: int = 1, high: int = 20) -> Network:
@@ -26,33 +26,45 @@ def test_latency_stays_within_the_configured_bounds() -> None:
     assert lat == {3, 4, 5, 6, 7}
 
 
-def test_partition_drops_and_breaks_connections_until_heal() -> None:
+def test_a_partition_holds_frames_and_keeps_the_connections_until_heal() -> None:
     net = _net()
     before = net.connection("a", "b")
     net.partition(["a"], ["b", "c"])
-    assert net.transmit(0, "a", "b", b"x") == "partitioned"
-    assert net.transmit(0, "c", "a", b"x") == "partitioned"
-    assert net.connection("a", "b") == before + 1
-    assert net.transmit(0, "b", "c", b"x") != "partitioned"
-    net.heal()
+    assert net.transmit(0, "a", "b", b"x") == HELD
+    assert net.transmit(0, "c", "a", b"x") == HELD
+    assert net.connection("a", "b") == before  # a cut closes nothing
+    assert net.transmit(0, "b", "c", b"x") != HELD
+    assert net.heal() == [("a", "b"), ("a", "c"), ("b", "a"), ("c", "a")]
     assert isinstance(net.transmit(0, "a", "b", b"x"), list)
+
+
+def test_a_link_holds_its_entries_in_order_and_gives_them_back_once() -> None:
+    net = _net()
+    for entry in ("first", "second", "third"):
+        net.hold("a", "b", entry)
+    net.hold("b", "a", "answer")
+    assert net.holding("a") == [("a", "b"), ("b", "a")]
+    assert net.discard(("a", "b"), lambda e: e == "second") == ["second"]
+    assert net.release(("a", "b")) == ["first", "third"]
+    assert net.release(("a", "b")) == []
+    assert net.holding("b") == [("b", "a")]
 
 
 def test_lifting_one_partition_keeps_the_links_another_one_cut() -> None:
     net = _net()
     net.partition(["a"], ["b", "c"])
     net.partition(["a"], ["b"])
-    net.lift(["a"], ["b", "c"])
-    assert net.transmit(0, "a", "b", b"x") == "partitioned"
-    assert net.transmit(0, "c", "a", b"x") != "partitioned"
-    net.lift(["a"], ["b"])
+    assert net.lift(["a"], ["b", "c"]) == [("a", "c"), ("c", "a")]
+    assert net.transmit(0, "a", "b", b"x") == HELD
+    assert net.transmit(0, "c", "a", b"x") != HELD
+    assert net.lift(["a"], ["b"]) == [("a", "b"), ("b", "a")]
     assert isinstance(net.transmit(0, "b", "a", b"x"), list)
 
 
 def test_one_way_partition_blocks_one_direction_only() -> None:
     net = _net()
     net.partition(["a"], ["b"], one_way=True)
-    assert net.transmit(0, "a", "b", b"x") == "partitioned"
+    assert net.transmit(0, "a", "b", b"x") == HELD
     assert isinstance(net.transmit(0, "b", "a", b"x"), list)
 
 
