@@ -19,11 +19,9 @@ from types import TracebackType
 from typing import Any
 
 from actors.addresses import BROKER_ACTOR
-from actors.broker.partition_log import PartitionLog, partitions_on_disk
 from actors.core import Address
 from actors.group.placement import OFFSETS_TOPIC, partition_for
 from actors.request_log import RequestLog
-from protocols.records import LogEntries, Run, ValueRun
 from sim.cluster.accounting import GroupAccounting
 from sim.cluster.admin import AdminDesk, AdminRequest, check_admin_fault, lag_rows
 from sim.cluster.client import CLIENT_ACTOR, Client
@@ -35,11 +33,10 @@ from sim.cluster.faults import (
     resolve_fault,
     schedule_fault,
 )
+from sim.cluster.ground_truth import log_figures, replica_logs
 from sim.cluster.invariants import Invariants
-from sim.cluster.log_checks import ValueIndex, at_offsets, diverged_replicas, runs_of, written_twice
-from sim.cluster.ranges import spans_of, subtract
 from sim.cluster.scenario import Scenario
-from sim.cluster.skips import SkipAccounting, final_log
+from sim.cluster.skips import SkipAccounting
 from sim.cluster.wiring import admin_spec, consumer_configs, node_specs
 from sim.engine.disk import CrashKind, Disk
 from sim.engine.eventlog import EventLog
@@ -340,90 +337,10 @@ class Cluster:
         return self.kernel.snapshot(Address(node, actor))
 
     def final_checks(self) -> dict[str, Any]:
-        """The end-of-run checks against ground truth (docs/run-directory.md): what producers
-        sent and had acknowledged, acknowledged records no longer in their partition's log,
-        acknowledged offsets that now hold another record, records written twice, and replicas
-        whose committed prefixes differ."""
-        producers = [
-            self.state(f"producer-{i + 1}", "producer") for i in range(len(self.scenario.producers))
-        ]
-        # Internal topics (`__consumer_offsets`) hold the coordinator's records, not a producer's.
-        replicas = {tp: r for tp, r in self._replica_logs().items() if not tp.startswith("__")}
-        final: dict[str, Sequence[Run]] = {}
-        starts: dict[str, int] = {}
-        duplicated: list[dict[str, Any]] = []
-        diverged = []
-        for tp in sorted(replicas):
-            authoritative = _authoritative(replicas[tp])
-            final[tp], starts[tp] = runs_of(authoritative), authoritative.start
-            duplicated += written_twice(tp, final[tp])
-            logs = {b: (r["log"], r["high_watermark"]) for b, r in replicas[tp].items()}
-            diverged += [{"partition": tp, **d} for d in diverged_replicas(logs)]
-        reused, moved = 0, []
-        acked: dict[str, list[tuple[int, int]]] = {}
-        """Per partition, the offsets whose acknowledged record is still there (or was deleted
-        by retention)."""
-        for k, (p, spec) in enumerate(zip(producers, self.scenario.producers, strict=True)):
-            for partition, offset, first, count in p["acked_runs"].runs():
-                tp = f"{spec['topic']}-{partition}"
-                values = ValueRun(f"producer-{k + 1}:", first, count)
-                other, absent = at_offsets(final.get(tp, ()), offset, values)
-                reused += other
-                acked.setdefault(tp, []).extend(subtract([(offset, offset + count)], spans_of(offset, absent)))
-                acked[tp].append((offset, min(offset + count, starts.get(tp, 0))))
-                # Offsets below the log start were deleted by retention: their records are not lost.
-                absent = [i for i in absent if offset + i >= starts.get(tp, 0)]
-                if absent:
-                    moved.append((tp, offset, values, absent))
-        # Only records no longer where they were acknowledged may be lost: look for them anywhere.
-        held = (values for runs in final.values() for _, _, values in runs) if moved else ()
-        present = ValueIndex(held)
-        lost_records = [  # where each was acknowledged: its producer is in its value
-            {"partition": tp, "offset": offset + i, "value": values[i]}
-            for tp, offset, values, absent in moved
-            for i in absent
-            if values[i] not in present
-        ]
-        return {
-            "produced": sum(p["sent"] for p in producers),
-            "acked": sum(p["acked"] for p in producers),
-            "lost_acked": len(lost_records),
-            "reused_offsets": reused,
-            "log_duplicates": sum(len(d["offsets"]) - 1 for d in duplicated),
-            "diverged_replicas": diverged,
-            "lost_records": lost_records,
-            "duplicated_records": duplicated,
-            **self.groups.summary(),
-            **self.skips.figures({tp: final_log(starts[tp], final[tp], acked.get(tp, [])) for tp in final}),
-        }
-
-    def _replica_logs(self) -> dict[str, dict[int, dict[str, Any]]]:
-        """Each partition's replicas: a live broker's state, or what a down broker's disk kept."""
-        found: dict[str, dict[int, dict[str, Any]]] = {}
-        for b in range(1, self.scenario.get("cluster", "brokers") + 1):
-            node = f"broker-{b}"
-            if self.kernel.is_up(node):
-                partitions = self.state(node, BROKER_ACTOR)["partitions"]
-            else:
-                disk = self.kernel.disk(node).view()
-                partitions = {}
-                for tp in partitions_on_disk(disk):
-                    log = PartitionLog.recover(tp, disk)
-                    partitions[str(tp)] = {
-                        "log_start_offset": log.log_start_offset,
-                        "role": "offline",
-                        "leader_epoch": -1,
-                        "high_watermark": log.high_watermark,
-                        "log": log.entries(),
-                    }
-            for tp, view in partitions.items():
-                found.setdefault(tp, {})[b] = view
-        return found
-
-
-def _authoritative(replicas: dict[int, dict[str, Any]]) -> LogEntries:
-    """The log that counts: the live leader with the highest epoch, else the longest log."""
-    leaders = [r for r in replicas.values() if r["role"] == "leader"]
-    if leaders:
-        return max(leaders, key=lambda r: r["leader_epoch"])["log"]
-    return max(replicas.values(), key=lambda r: len(r["log"]))["log"]
+        """The end-of-run checks against ground truth (docs/run-directory.md): the final logs
+        against what producers had acknowledged (`sim.cluster.ground_truth`), then the groups'
+        duplicates and skipped records."""
+        producers = [self.state(f"producer-{i + 1}", "producer") for i in range(len(self.scenario.producers))]
+        brokers = range(1, self.scenario.get("cluster", "brokers") + 1)
+        figures, logs = log_figures(self.scenario.producers, producers, replica_logs(self.kernel, brokers))
+        return {**figures, **self.groups.summary(), **self.skips.figures(logs)}
