@@ -18,7 +18,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from sim.analytics.schema import EVENT_SCHEMA
 
-__all__ = ["NEVER", "read_events", "write_events"]
+__all__ = ["BATCH", "NEVER", "PARTITION", "read_events", "write_events"]
 
 NEVER = 1 << 62
 """A line number after every line (a hold that never ended, the end of a last segment)."""
@@ -65,3 +65,8 @@ def write_events(events: DataFrame, path: Path) -> None:
     (the bench's copies of one run would otherwise be interleaved row by row, which compresses
     far better than real runs do). Read them back with `spark.read.parquet(path)`."""
     events.repartition("run").sortWithinPartitions("event", "run", "ln").write.partitionBy("event").parquet(str(path))
+
+
+PARTITION = ["run", "topic", "partition"]
+BATCH = ["run", "topic", "partition", "producer", "first_record"]
+"""A batch: its producer and the number of its first record."""

@@ -37,22 +37,18 @@ Kafka does not flush on acknowledge, and the log says what survived only at the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.types import ArrayType, StringType
 
-from sim.analytics.events import NEVER
-from sim.analytics.skips import group_skips, processed_ranges, skip_figures
+from sim.analytics.events import BATCH, NEVER, PARTITION
+from sim.analytics.skips import FinalLogs, final_logs, group_skips, processed_ranges, skip_figures
 
-__all__ = ["FinalLogs", "final_log_figures", "lost_and_duplicated"]
+__all__ = ["final_log_figures", "lost_and_duplicated"]
 
 REPLICA = ["run", "node", "topic", "partition"]
-PARTITION = ["run", "topic", "partition"]
-BATCH = ["run", "topic", "partition", "producer", "first_record"]
-"""A batch: its producer and the number of its first record."""
 FACTS = (
     "became_leader",
     "became_follower",
@@ -329,19 +325,6 @@ def _count(records: Column) -> Column:
     return F.length(records) - F.length(F.translate(records, ",", "")) + 1
 
 
-@dataclass(frozen=True, slots=True)
-class FinalLogs:
-    """The final logs as the group figures read them (`sim.analytics.skips`), each keyed by
-    (run, tp)."""
-
-    acked: DataFrame
-    """Acknowledged records where they were acknowledged: epoch, [lo, hi)."""
-    deleted: DataFrame
-    """Acknowledged records below the log start offset: [lo, hi)."""
-    records: DataFrame
-    """Every record: epoch (null where no append names it), [lo, hi), and the log start."""
-
-
 def lost_and_duplicated(events: DataFrame) -> tuple[DataFrame, FinalLogs]:
     """Per run: lost_acked, log_duplicates and log_unresolved (offsets whose record no event
     names); and the final logs."""
@@ -427,30 +410,7 @@ def lost_and_duplicated(events: DataFrame) -> tuple[DataFrame, FinalLogs]:
         .groupBy("run")
         .agg(F.sum("log_duplicates").alias("log_duplicates"), F.sum("lost_acked").alias("lost_acked"), F.coalesce(F.sum("unnamed"), F.lit(0)).alias("log_unresolved"))
     )
-    return figures, _final_logs(pieces, acked, sources, starts)
-
-
-def _final_logs(pieces: DataFrame, acked: DataFrame, sources: DataFrame, starts: DataFrame) -> FinalLogs:
-    tp = F.concat_ws("-", F.col("topic"), F.col("partition").cast("string")).alias("tp")
-    p, k = pieces.alias("p"), acked.alias("k")
-    # A batch's piece where its acknowledgement put it: the records from the first kept on.
-    held = p.join(k, [F.col(f"p.{c}") == F.col(f"k.{c}") for c in [*BATCH, "base_offset"]]).select(
-        *[F.col(f"p.{c}") for c in PARTITION],
-        F.col("p.epoch"),
-        (F.col("p.base_offset") + F.greatest("p.i0", "k.first")).alias("lo"),
-        (F.col("p.base_offset") + F.col("p.i1")).alias("hi"),
-    )
-    deleted = acked.select(
-        *PARTITION, F.col("base_offset").alias("lo"), F.least(F.col("base_offset") + F.col("size"), F.coalesce("start", F.lit(0))).alias("hi")
-    )
-    records = sources.join(F.broadcast(starts), PARTITION, "left").select(
-        *PARTITION, F.col("written_in.epoch").alias("epoch"), "lo", "hi", F.coalesce("start", F.lit(0)).alias("start")
-    )
-    return FinalLogs(
-        held.where(F.col("hi") > F.col("lo")).select("run", tp, "epoch", "lo", "hi"),
-        deleted.where(F.col("hi") > F.col("lo")).select("run", tp, "lo", "hi"),
-        records.select("run", tp, "epoch", "lo", "hi", "start"),
-    )
+    return figures, final_logs(pieces, acked, sources, starts)
 
 
 def final_log_figures(events: DataFrame, runs: int) -> list[dict[str, Any]]:

@@ -18,17 +18,58 @@ aggregation over the ranges that cover it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.types import ArrayType, StringType
 
-__all__ = ["commits", "group_skips", "processed_ranges", "skip_figures"]
+from sim.analytics.events import BATCH, PARTITION
+
+__all__ = ["FinalLogs", "commits", "final_logs", "group_skips", "processed_ranges", "skip_figures"]
 
 KEY = ["run", "group", "tp"]
 TRIPLES = ArrayType(ArrayType(StringType()))
 """`offsets`: a list of [topic, partition, offset]."""
+
+
+@dataclass(frozen=True, slots=True)
+class FinalLogs:
+    """The final logs as the group figures read them (`sim.analytics.skips`), each keyed by
+    (run, tp)."""
+
+    acked: DataFrame
+    """Acknowledged records where they were acknowledged: epoch, [lo, hi)."""
+    deleted: DataFrame
+    """Acknowledged records below the log start offset: [lo, hi)."""
+    records: DataFrame
+    """Every record: epoch (null where no append names it), [lo, hi), and the log start."""
+
+
+def final_logs(pieces: DataFrame, acked: DataFrame, sources: DataFrame, starts: DataFrame) -> FinalLogs:
+    """The final logs from the tables of `sim.analytics.final_logs`: the batches' pieces in
+    them, the acknowledged batches, the ranges each epoch wrote, and the log start offsets."""
+    tp = F.concat_ws("-", F.col("topic"), F.col("partition").cast("string")).alias("tp")
+    p, k = pieces.alias("p"), acked.alias("k")
+    # A batch's piece where its acknowledgement put it: the records from the first kept on.
+    held = p.join(k, [F.col(f"p.{c}") == F.col(f"k.{c}") for c in [*BATCH, "base_offset"]]).select(
+        *[F.col(f"p.{c}") for c in PARTITION],
+        F.col("p.epoch"),
+        (F.col("p.base_offset") + F.greatest("p.i0", "k.first")).alias("lo"),
+        (F.col("p.base_offset") + F.col("p.i1")).alias("hi"),
+    )
+    deleted = acked.select(
+        *PARTITION, F.col("base_offset").alias("lo"), F.least(F.col("base_offset") + F.col("size"), F.coalesce("start", F.lit(0))).alias("hi")
+    )
+    records = sources.join(F.broadcast(starts), PARTITION, "left").select(
+        *PARTITION, F.col("written_in.epoch").alias("epoch"), "lo", "hi", F.coalesce("start", F.lit(0)).alias("start")
+    )
+    return FinalLogs(
+        held.where(F.col("hi") > F.col("lo")).select("run", tp, "epoch", "lo", "hi"),
+        deleted.where(F.col("hi") > F.col("lo")).select("run", tp, "lo", "hi"),
+        records.select("run", tp, "epoch", "lo", "hi", "start"),
+    )
 
 
 def _tp() -> Column:
