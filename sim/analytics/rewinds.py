@@ -96,7 +96,7 @@ def _admin_rewinds(events: DataFrame, consumers: DataFrame, timeline: DataFrame)
         .withColumn("mark_ln", F.last(F.when(F.col("node").isNull(), F.col("ln")), ignorenulls=True).over(before))
         .where(F.col("node").isNotNull() & F.col("mark_ln").isNotNull())
     )
-    first = rows.withColumn("k", F.row_number().over(Window.partitionBy(*key, "mark_ln").orderBy("ln"))).where("k = 1")
+    first = rows.withColumn("k", F.row_number().over(Window.partitionBy(*key, "mark_ln").orderBy("ln"))).where("k = 1").drop("rewound_from")
     m = marks.where(F.col("rewound_from").isNotNull()).select(*key, F.col("ln").alias("mark_ln"), "rewound_from")
     found = first.join(F.broadcast(m), [*key, "mark_ln"]).where(F.col("offset") < F.col("rewound_from"))
     holds = timeline.where("starts").select(
