@@ -101,6 +101,13 @@ class Profile:
     log_start_offset_in_fetch: bool
     """KIP-107 (0.11.0): a fetch answer carries the leader's log start offset, and a follower
     moves its own to it (before, a follower's log start moved only by its own retention)."""
+    ineligible_replicas: bool
+    """KIP-841 (3.3.0): the controller refuses an AlterPartition whose ISR names a broker that
+    is not live or is shutting down (INELIGIBLE_REPLICA), and a leader proposes only followers
+    its metadata cache lists as live."""
+    complete_after_whole_append: bool
+    """KAFKA-8334 (2.7.0): a Produce completes the delayed operations of its partitions once
+    every partition of the request is appended (`ActionQueue`), not after each append."""
     defaults: dict[str, Any]
 
     @property
@@ -135,6 +142,8 @@ class Profile:
             pending_revocation_before_commit=v >= (3, 2, 3),
             accept_unknown_producer=v >= (2, 5, 0),
             log_start_offset_in_fetch=v >= (0, 11, 0),
+            ineligible_replicas=v >= (3, 3, 0),
+            complete_after_whole_append=v >= (2, 7, 0),
             defaults=_defaults(v),
         )
 

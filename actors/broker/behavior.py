@@ -164,7 +164,7 @@ class Broker:
             case IsrUpdateResponse() as resp:
                 isr.on_isr_update_response(self, ctx, out, inbound.correlation_id, resp)
             case UpdateMetadataRequest() as req:
-                self._on_update_metadata(out, inbound, req)
+                self._on_update_metadata(ctx, out, inbound, req)
             case StopReplicaRequest() as req:
                 self._on_stop_replica(out, inbound, req)
             case MetadataRequest() as req:
@@ -181,6 +181,7 @@ class Broker:
             case Disconnected(peer):
                 if peer.startswith("broker-"):
                     follower.disconnected(self, ctx, out, broker_id_of(inbound.src))
+                    isr.controller_unreachable(self, ctx, out, peer)
                 for src in [a for a in self.state.muted if a.node == peer]:
                     del self.state.muted[src]  # its connections closed: what waited is gone
             case _:
@@ -283,13 +284,15 @@ class Broker:
         self.state.controller_id = req.controller_id
         return error
 
-    def _on_update_metadata(self, out: Out, inbound: Inbound, req: UpdateMetadataRequest) -> None:
+    def _on_update_metadata(self, ctx: Ctx, out: Out, inbound: Inbound, req: UpdateMetadataRequest) -> None:
         error = self._control_request_error(out, "UpdateMetadata", req)
         if error is ErrorCode.NONE:
             self.state.live_brokers = tuple(req.live_brokers)
             for p in req.partitions:
                 self.state.metadata[TopicPartition(p.topic, p.partition)] = p
         out.reply(inbound, UpdateMetadataResponse(error))
+        if error is ErrorCode.NONE:
+            isr.controller_changed(self, ctx, out)  # the cache names the controller
 
     def _on_stop_replica(self, out: Out, inbound: Inbound, req: StopReplicaRequest) -> None:
         """`stopReplicas` with deletePartition=false: stop fetching; the log stays."""

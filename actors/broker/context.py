@@ -63,10 +63,13 @@ class FetcherState(Replicas, Protocol):
 
 
 class IsrState(Replicas, Protocol):
-    """What an ISR change is sent with: the controller heard last, this broker's epoch, ids."""
+    """What an ISR change is sent with: the controller heard last, this broker's epoch, ids;
+    and the live brokers of the metadata cache, which a new ISR member must be one of (3.3+)."""
 
     controller_id: int
+    controller_epoch: int
     broker_epoch: int
+    live_brokers: tuple[int, ...]
 
     def new_id(self) -> int: ...
 

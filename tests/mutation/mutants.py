@@ -383,4 +383,23 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/scenarios/test_consumer_groups.py::test_a_consumer_with_the_empty_group_id_is_refused_its_join_and_stops",
         ),
     ),
+    Mutant(
+        "ineligible_replica_accepted",
+        "from 3.3 the controller refuses an AlterPartition whose ISR names a broker not live or in controlled shutdown (KIP-841, KafkaController.tryProcessAlterPartition)",
+        "actors/controller/kafka_controller.py",
+        "            elif self.settings.ineligible_replicas and not set(item.new_isr) <= self.ctx.electable().keys():\n",
+        "            elif False:\n",
+        (
+            "tests/scenarios/test_replication_rules_3x.py::test_kip_841_a_stopped_follower_is_not_written_into_the_isr",
+            "tests/scenarios/test_replication_rules_3x.py::test_kip_841_a_follower_in_controlled_shutdown_is_ineligible_while_still_alive",
+        ),
+    ),
+    Mutant(
+        "leader_proposes_dead_follower",
+        "from 3.3 a leader in ZooKeeper mode proposes for the ISR only followers its metadata cache lists as live (KIP-841, Partition.isReplicaIsrEligible)",
+        "actors/broker/isr.py",
+        "and replica not in b.state.live_brokers:",
+        "and replica < 0:",
+        ("tests/scenarios/test_replication_rules_3x.py::test_kip_841_a_leader_proposes_only_followers_its_metadata_lists_as_live",),
+    ),
 )

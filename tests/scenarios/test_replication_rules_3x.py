@@ -1,0 +1,148 @@
+"""Replication rules of the AlterPartition era (2.7+), through the real brokers and controller:
+KIP-841's ineligible replicas (3.3), an AlterPartition sent again to the next controller
+(`BrokerToControllerRequestThread`), and KAFKA-8334's completion of delayed fetches once a
+whole Produce is appended (2.7).
+
+The cluster tests run the controller and ZooKeeper model with latencies of 2 to 4 ms (seed 1);
+the scripted tests play the controller with latency exactly 1 ms (tests/harness.py). Every
+time below is exact, and the invariants run after every event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from actors.addresses import broker_address
+from actors.core import Address
+from protocols.metadata import BrokerRegistered, UpdateMetadataRequest
+from protocols.replication import AlterPartitionRequest
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
+from tests.harness import Script, build, leader_and_isr, produce
+
+B1, B2 = broker_address(1), broker_address(2)
+
+STOPPING_FOLLOWER = """
+[run]
+name = "ineligible-replica"
+"duration.ms" = 8000
+[kafka]
+version = "VERSION"
+[network]
+"latency.min.ms" = 2
+"latency.max.ms" = 4
+[cluster]
+brokers = 3
+[broker]
+"min.insync.replicas" = 2
+[[topics]]
+name = "T"
+replicas = [[1, 2, 3]]
+"replication.factor" = 3
+[[producers]]
+topic = "T"
+acks = "all"
+records = 2000
+"interval.ms" = 10
+[[faults]]
+kind = "shutdown"
+node = "broker-1"
+"at.ms" = AT
+"""
+
+
+def run_cluster(text: str) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """The run's events, broker 2's view of T-0 at the end, and the end-of-run checks."""
+    events: list[dict[str, Any]] = []
+    with Cluster(parse_scenario(text, "scenario.toml")) as cluster:
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+        view = cluster.kernel.snapshot(B2)["partitions"]["T-0"]
+        checks = cluster.final_checks()
+        assert cluster.kernel.invariant_violations == []
+    return events, view, checks
+
+
+def isr_story(events: list[dict[str, Any]], after_ms: int) -> list[tuple[int, str, Any]]:
+    names = ("isr_expanded", "alter_partition_rejected", "isr_change_failed", "replica_removed_from_isr")
+    return [
+        (e["ts_ms"], e["event"], e.get("isr", e.get("error")))
+        for e in events
+        if e["event"] in names and e["ts_ms"] > after_ms
+    ]
+
+
+# ------------------------------------------------------------------ KIP-841: ineligible replicas
+
+
+@pytest.mark.parametrize("version", ["3.2", "3.3"])
+def test_kip_841_a_stopped_follower_is_not_written_into_the_isr(version: str) -> None:
+    """Broker 1 leads T-0 and is stopped at 5012: the controller (broker 2) moves the leadership
+    to broker 2 (ISR [2, 3]), broker 1 follows it until it exits at 5035, and its first fetch
+    makes broker 2 propose ISR [1, 2, 3]. That AlterPartition waits in the controller's queue
+    behind the broker change that sees broker 1 gone (5045).
+    - 3.2: the controller writes it (5055). Broker 1 is in the ISR but dead, and nothing takes
+      it out before the leader's ISR check finds it lagging 30 s later: the HW stays at 502
+      to the end of the run (8000), and the acks=all producer is stuck behind it.
+    - 3.3: broker 1 is not live: INELIGIBLE_REPLICA (5045); the leader keeps ISR [2, 3]
+      (5049), and the HW follows the producer to 800."""
+    events, view, checks = run_cluster(STOPPING_FOLLOWER.replace("VERSION", version).replace("AT", "5012"))
+    if version == "3.2":
+        assert isr_story(events, 5012) == [(5055, "isr_expanded", [1, 2, 3])]
+        assert (view["isr"], view["high_watermark"], view["log_end_offset"]) == ([1, 2, 3], 502, 503)
+        assert checks["acked"] == 502
+    else:
+        assert isr_story(events, 5012) == [
+            (5045, "alter_partition_rejected", "INELIGIBLE_REPLICA"),
+            (5049, "isr_change_failed", "INELIGIBLE_REPLICA"),
+        ]
+        [rejected] = [e for e in events if e["event"] == "alter_partition_rejected"]
+        assert (rejected["node"], rejected["broker_id"], rejected["partition"]) == ("broker-2", 2, 0)
+        assert (view["isr"], view["high_watermark"], view["log_end_offset"]) == ([2, 3], 800, 800)
+        assert checks["acked"] == 799
+    assert checks["lost_acked"] == 0
+
+
+def test_kip_841_a_follower_in_controlled_shutdown_is_ineligible_while_still_alive() -> None:
+    """Stopped at 5000, broker 1 is in controlled shutdown (handled at 5010) and still alive
+    until 5021 when broker 2's AlterPartition for ISR [1, 2, 3] arrives: `liveBrokerIds` leaves
+    out shutting-down brokers, so it is refused at 5017, before broker 1 is gone."""
+    events, view, _ = run_cluster(STOPPING_FOLLOWER.replace("VERSION", "3.3").replace("AT", "5000"))
+    [handled] = [e for e in events if e["event"] == "controlled_shutdown_handled"]
+    [stopped] = [e for e in events if e["event"] == "node_stopped"]
+    assert (handled["ts_ms"], stopped["ts_ms"]) == (5010, 5021)
+    assert isr_story(events, 5000) == [
+        (5017, "alter_partition_rejected", "INELIGIBLE_REPLICA"),
+        (5020, "isr_change_failed", "INELIGIBLE_REPLICA"),
+    ]
+    assert (view["isr"], view["high_watermark"]) == ([2, 3], 800)
+
+
+def _update_metadata(live: tuple[int, ...]) -> UpdateMetadataRequest:
+    return UpdateMetadataRequest(controller_id=0, controller_epoch=1, broker_epoch=-1, partitions=(), live_brokers=live)
+
+
+@pytest.mark.parametrize(("version", "proposed_ms"), [("3.2", 5), ("3.3", 1018)])
+def test_kip_841_a_leader_proposes_only_followers_its_metadata_lists_as_live(version: str, proposed_ms: int) -> None:
+    """Broker 2 leads T-0 (ISR [2]) in a ZooKeeper cluster whose UpdateMetadata lists only
+    broker 2 as live; broker 1 follows and is caught up from its first fetch (t=4).
+    - 3.2: broker 2 proposes ISR [1, 2] at once (t=5).
+    - 3.3 (`isReplicaIsrEligible`): not while its metadata cache leaves broker 1 out; the
+      UpdateMetadata of t=1000 lists it, and the next fetch (t=1017) proposes it."""
+    script = Script(
+        [
+            (0, B1, BrokerRegistered(10), 1),
+            (0, B2, BrokerRegistered(20), 2),
+            (1, B2, _update_metadata((2,)), 3),
+            (2, B2, leader_and_isr(2, 1, (2,)), 4),
+            (2, B1, leader_and_isr(2, 1, (2,)), 5),
+            (10, B2, produce(("m0",), acks=1), 6),
+            (1000, B2, _update_metadata((1, 2)), 7),
+        ]
+    )
+    kernel = build(version, (1, 2), script, zk_client=Address("harness", "zookeeper"))
+    kernel.run(2500)
+    proposals = [(t, m.partitions[0].new_isr) for t, _, m in script.received if isinstance(m, AlterPartitionRequest)]
+    assert proposals == [(proposed_ms, (1, 2))]
+    kernel.shutdown()
