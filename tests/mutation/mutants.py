@@ -402,4 +402,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "and replica < 0:",
         ("tests/scenarios/test_replication_rules_3x.py::test_kip_841_a_leader_proposes_only_followers_its_metadata_lists_as_live",),
     ),
+    Mutant(
+        "alter_partition_waits_out_timeout",
+        "an AlterPartition whose controller connection closed goes to the next controller at once (BrokerToControllerRequestThread.handleResponse)",
+        "actors/broker/behavior.py",
+        "                    isr.controller_unreachable(self, ctx, out, peer)\n",
+        "",
+        (
+            "tests/scenarios/test_replication_rules_3x.py::test_an_alter_partition_in_flight_goes_to_the_next_controller_when_its_connection_closes",
+        ),
+    ),
 )

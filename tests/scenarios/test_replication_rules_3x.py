@@ -52,13 +52,13 @@ node = "broker-1"
 """
 
 
-def run_cluster(text: str) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
-    """The run's events, broker 2's view of T-0 at the end, and the end-of-run checks."""
+def run_cluster(text: str, viewer: Address = B2) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """The run's events, `viewer`'s view of T-0 at the end, and the end-of-run checks."""
     events: list[dict[str, Any]] = []
     with Cluster(parse_scenario(text, "scenario.toml")) as cluster:
         cluster.kernel.observe(events.append)
         cluster.run_to_end()
-        view = cluster.kernel.snapshot(B2)["partitions"]["T-0"]
+        view = cluster.kernel.snapshot(viewer)["partitions"]["T-0"]
         checks = cluster.final_checks()
         assert cluster.kernel.invariant_violations == []
     return events, view, checks
@@ -146,3 +146,64 @@ def test_kip_841_a_leader_proposes_only_followers_its_metadata_lists_as_live(ver
     proposals = [(t, m.partitions[0].new_isr) for t, _, m in script.received if isinstance(m, AlterPartitionRequest)]
     assert proposals == [(proposed_ms, (1, 2))]
     kernel.shutdown()
+
+
+# ------------------------------------------------------------------ AlterPartition and a failover
+
+CONTROLLER_CRASH = """
+[run]
+name = "alter-partition-failover"
+"duration.ms" = 12000
+[network]
+"latency.min.ms" = 2
+"latency.max.ms" = 4
+[cluster]
+brokers = 3
+[broker]
+"replica.lag.time.max.ms" = 2000
+"zookeeper.session.timeout.ms" = 6000
+[[topics]]
+name = "T"
+replicas = [[1, 3]]
+"replication.factor" = 2
+[[producers]]
+topic = "T"
+acks = "1"
+records = 1200
+"interval.ms" = 10
+[[faults]]
+kind = "pause"
+node = "broker-3"
+"at.ms" = 1000
+"duration.ms" = 4000
+[[faults]]
+kind = "crash"
+node = "broker-2"
+"at.ms" = CRASH
+"""
+
+
+@pytest.mark.parametrize(
+    ("crash_ms", "controller", "elected_ms", "shrunk_ms"),
+    [(3003, 3, 8021, 8073), (3007, 1, 9017, 9058)],
+)
+def test_an_alter_partition_in_flight_goes_to_the_next_controller_when_its_connection_closes(
+    crash_ms: int, controller: int, elected_ms: int, shrunk_ms: int
+) -> None:
+    """Broker 2 is the controller; broker 1 leads T-0 (replicas [1, 3]). Broker 3 is paused from
+    1000, and at 3001 broker 1 asks to shrink the ISR to [1]. Broker 2's process crashes while
+    that AlterPartition is in flight: its connections close, and broker 1 puts the request back
+    (`BrokerToControllerRequestThread`). Broker 2's ZooKeeper session expires 6 s later and a
+    new controller is elected; its UpdateMetadata names it, and the request goes to it at once:
+    - crash at 3003, before broker 2 handled it: broker 3 is elected (8021) and writes ISR [1];
+    - crash at 3007, after broker 2 wrote ISR [1] but before it answered: broker 1 is elected
+      (9017), reads ISR [1], and answers the request with it (the same ISR, partition epoch 1).
+    Before, the request waited out its 30 s timeout: with the crash at 3003 the ISR shrank at
+    33012."""
+    events, view, checks = run_cluster(CONTROLLER_CRASH.replace("CRASH", str(crash_ms)), viewer=B1)
+    [elected] = [e for e in events if e["event"] == "controller_elected" and e["controller_epoch"] == 2]
+    assert (elected["ts_ms"], elected["broker_id"]) == (elected_ms, controller)
+    shrunk = [(e["ts_ms"], e["isr"], e["partition_epoch"]) for e in events if e["event"] == "isr_shrunk"]
+    assert shrunk == [(shrunk_ms, [1], 1)]
+    assert view["isr"] == [1, 3]  # broker 3 caught up again after the shrink
+    assert checks["lost_acked"] == 0
