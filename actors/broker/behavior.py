@@ -244,10 +244,14 @@ class Broker:
 
     # ------------------------------------------------------------------ DelayedOperations
 
-    def after_leader_change(self, ctx: Ctx, out: Out, partition: Partition, *, leo_changed: bool) -> None:
+    def after_leader_change(
+        self, ctx: Ctx, out: Out, partition: Partition, *, leo_changed: bool,
+        deferred: list[tuple[TopicPartition, bool]] | None = None,
+    ) -> None:
         """After an append, a follower fetch or an ISR change: maybe move the HW, then complete
         what can complete (an LEO change wakes follower fetches; an HW change, produces and
-        consumer fetches). The one callback the rules make (`context.DelayedOperations`)."""
+        consumer fetches), or, given `deferred`, note the partition there for
+        `complete_deferred`. The callback the rules make (`context.DelayedOperations`)."""
         moved = partition.maybe_increment_high_watermark(
             min_insync_replicas=self.config.min_insync_replicas_for(partition.tp.topic),
             eligible=set(partition.replicas),
@@ -257,7 +261,16 @@ class Broker:
         )
         if moved or leo_changed:
             partition.emit_offsets(out)
-            leader.check_purgatory(self, out, (partition.tp,), hw_or_role=moved)
+            if deferred is not None:
+                deferred.append((partition.tp, moved))
+            else:
+                leader.check_purgatory(self, out, (partition.tp,), hw_or_role=moved)
+
+    def complete_deferred(self, out: Out, deferred: list[tuple[TopicPartition, bool]]) -> None:
+        """`ReplicaManager.tryCompleteActions` (2.7+): after a whole Produce, each appended
+        partition's purgatory checks, in the request's order."""
+        for tp, moved in deferred:
+            leader.check_purgatory(self, out, (tp,), hw_or_role=moved)
 
     # ------------------------------------------------------------------ LeaderAndIsr
 

@@ -113,8 +113,21 @@ class DelayedOperations(Protocol):
     (`maybeIncrementLeaderHW`) and complete what waits on the partition (`checkAndCompleteAll`)."""
 
     def after_leader_change(
-        self, ctx: Ctx, out: Out, partition: Partition, *, leo_changed: bool
+        self,
+        ctx: Ctx,
+        out: Out,
+        partition: Partition,
+        *,
+        leo_changed: bool,
+        deferred: list[tuple[TopicPartition, bool]] | None = None,
     ) -> None: ...
+
+
+class ProduceActions(DelayedOperations, Protocol):
+    """`ActionQueue` (2.7+, KAFKA-8334): the purgatory checks of a Produce's appends, run once
+    the whole request is handled."""
+
+    def complete_deferred(self, out: Out, deferred: list[tuple[TopicPartition, bool]]) -> None: ...
 
 
 class ReplicasContext(Protocol):
@@ -153,7 +166,7 @@ class DelayedProduceContext(Protocol):
     def state(self) -> DelayedProduceState: ...
 
 
-class ProduceContext(DelayedOperations, Protocol):
+class ProduceContext(ProduceActions, Protocol):
     """The produce path and InitProducerId (`produce`): `ReplicaManager.appendRecords`."""
 
     @property

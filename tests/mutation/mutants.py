@@ -412,4 +412,14 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/scenarios/test_replication_rules_3x.py::test_an_alter_partition_in_flight_goes_to_the_next_controller_when_its_connection_closes",
         ),
     ),
+    Mutant(
+        "produce_completes_fetch_per_partition",
+        "from 2.7 a Produce completes parked fetches once all its partitions are appended (KAFKA-8334, ReplicaManager.appendRecords' ActionQueue)",
+        "actors/broker/produce.py",
+        "[] if b.config.profile.complete_after_whole_append else None",
+        "None",
+        (
+            "tests/scenarios/test_replication_rules_3x.py::test_kafka_8334_a_produce_completes_parked_fetches_once_all_its_partitions_are_appended",
+        ),
+    ),
 )

@@ -9,6 +9,7 @@ time below is exact, and the invariants run after every event."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from actors.addresses import broker_address
 from actors.core import Address
 from protocols.metadata import BrokerRegistered, UpdateMetadataRequest
-from protocols.replication import AlterPartitionRequest
+from protocols.replication import AlterPartitionRequest, ProducePartitionData, ProduceRequest, ProduceResponse
 from sim.cluster.harness import Cluster
 from sim.cluster.scenario import parse_scenario
 from tests.harness import Script, build, leader_and_isr, produce
@@ -185,19 +186,21 @@ node = "broker-2"
 
 @pytest.mark.parametrize(
     ("crash_ms", "controller", "elected_ms", "shrunk_ms"),
-    [(3003, 3, 8021, 8073), (3007, 1, 9017, 9058)],
+    [(3003, 1, 8022, 8073), (3007, 1, 9018, 9057)],
 )
 def test_an_alter_partition_in_flight_goes_to_the_next_controller_when_its_connection_closes(
     crash_ms: int, controller: int, elected_ms: int, shrunk_ms: int
 ) -> None:
     """Broker 2 is the controller; broker 1 leads T-0 (replicas [1, 3]). Broker 3 is paused from
     1000, and at 3001 broker 1 asks to shrink the ISR to [1]. Broker 2's process crashes while
-    that AlterPartition is in flight: its connections close, and broker 1 puts the request back
-    (`BrokerToControllerRequestThread`). Broker 2's ZooKeeper session expires 6 s later and a
-    new controller is elected; its UpdateMetadata names it, and the request goes to it at once:
-    - crash at 3003, before broker 2 handled it: broker 3 is elected (8021) and writes ISR [1];
-    - crash at 3007, after broker 2 wrote ISR [1] but before it answered: broker 1 is elected
-      (9017), reads ISR [1], and answers the request with it (the same ISR, partition epoch 1).
+    that AlterPartition is unanswered: its connections close, and broker 1 puts the request
+    back (`BrokerToControllerRequestThread`). Broker 2's ZooKeeper session expires 6 s later
+    and broker 1's controller is elected; its UpdateMetadata names it, and the request goes to
+    it at once:
+    - crash at 3003: broker 2's ZooKeeper write of ISR [1] is lost with its connection; the
+      new controller (8022) writes it;
+    - crash at 3007: ZooKeeper applied that write but its answer is lost; the new controller
+      (9018) reads ISR [1] and answers the request with it (the same ISR, partition epoch 1).
     Before, the request waited out its 30 s timeout: with the crash at 3003 the ISR shrank at
     33012."""
     events, view, checks = run_cluster(CONTROLLER_CRASH.replace("CRASH", str(crash_ms)), viewer=B1)
@@ -207,3 +210,42 @@ def test_an_alter_partition_in_flight_goes_to_the_next_controller_when_its_conne
     assert shrunk == [(shrunk_ms, [1], 1)]
     assert view["isr"] == [1, 3]  # broker 3 caught up again after the shrink
     assert checks["lost_acked"] == 0
+
+
+# ------------------------------------------------------------------ KAFKA-8334: whole-request completion
+
+
+@pytest.mark.parametrize(
+    ("version", "follower_leos", "leader_hws", "answered_ms"),
+    [
+        ("2.6", [(1002, 0), (1004, 1)], [(1003, 0), (1005, 1)], 1006),
+        ("2.7", [(1002, 0), (1002, 1)], [(1003, 0), (1003, 1)], 1004),
+    ],
+)
+def test_kafka_8334_a_produce_completes_parked_fetches_once_all_its_partitions_are_appended(
+    version: str, follower_leos: list[tuple[int, int]], leader_hws: list[tuple[int, int]], answered_ms: int
+) -> None:
+    """Broker 2 leads T-0 and T-1 (ISR [1, 2]); broker 1's fetch of both waits in the
+    purgatory. At 1001 an acks=all Produce appends one record to each.
+    - 2.6: T-0's append completes the parked fetch at once (`Partition.appendRecordsToLeader`
+      checks the purgatory), before T-1's: the answer carries T-0 only (broker 1 has it at
+      1002), and T-1 comes with the next fetch (1004). The HWs move at 1003 and 1005 and the
+      Produce is answered at 1006.
+    - 2.7: the checks run once the request is handled (`ActionQueue`), so the fetch carries
+      both (1002), both HWs move at 1003, and the Produce is answered at 1004."""
+    both = leader_and_isr(2, 1, (1, 2))
+    both = replace(both, partitions=both.partitions + leader_and_isr(2, 1, (1, 2), partition=1).partitions)
+    two = ProduceRequest(-1, 30000, (ProducePartitionData("T", 0, ("a0",)), ProducePartitionData("T", 1, ("b0",))))
+    script = Script([(0, B2, both, 1), (0, B1, both, 2), (1000, B2, two, 3)])
+    kernel = build(version, (1, 2), script)
+    events: list[dict[str, Any]] = []
+    kernel.observe(events.append)
+    kernel.run(1200)
+    moved = [e for e in events if e["event"] == "replica_offsets_changed" and 1000 <= e["ts_ms"] < 1100]
+    assert [(e["ts_ms"], e["partition"]) for e in moved if e["node"] == "broker-1"] == follower_leos
+    assert [(e["ts_ms"], e["partition"]) for e in moved if e["node"] == "broker-2" and e["high_watermark"] == 1] == leader_hws
+    [(at, answer)] = [(t, m) for t, _, m in script.received if isinstance(m, ProduceResponse)]
+    assert (at, [(p.partition, p.error_code.name, p.base_offset) for p in answer.partitions]) == (
+        answered_ms, [(0, "NONE", 0), (1, "NONE", 0)]
+    )
+    kernel.shutdown()
