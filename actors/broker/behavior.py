@@ -252,9 +252,12 @@ class Broker:
         what can complete (an LEO change wakes follower fetches; an HW change, produces and
         consumer fetches), or, given `deferred`, note the partition there for
         `complete_deferred`. The callback the rules make (`context.DelayedOperations`)."""
+        eligible = set(partition.replicas)
+        if self.config.profile.ineligible_replicas and self.config.zk_client is not None:
+            eligible.intersection_update(self.state.live_brokers)  # `isReplicaIsrEligible`
         moved = partition.maybe_increment_high_watermark(
             min_insync_replicas=self.config.min_insync_replicas_for(partition.tp.topic),
-            eligible=set(partition.replicas),
+            eligible=eligible,
             now_ms=ctx.now_ms,
             max_lag_ms=self.config.replica_lag_time_max_ms,
             profile=self.config.profile,

@@ -422,4 +422,12 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/scenarios/test_replication_rules_3x.py::test_kafka_8334_a_produce_completes_parked_fetches_once_all_its_partitions_are_appended",
         ),
     ),
+    Mutant(
+        "dead_replica_holds_hw",
+        "from 3.6 only an ISR-eligible caught-up replica holds the HW back; in ZooKeeper mode one the metadata cache lists as live (KAFKA-15021, Partition.maybeIncrementLeaderHW, isReplicaIsrEligible)",
+        "actors/broker/behavior.py",
+        "            eligible.intersection_update(self.state.live_brokers)",
+        "            pass",
+        ("tests/scenarios/test_replication_rules_3x.py::test_kip_841_a_stopped_follower_is_not_written_into_the_isr",),
+    ),
 )
