@@ -117,6 +117,13 @@ class Profile:
     rejoin last and counts members joined with a KIP-394 member id; before, it refused each
     member rejoining while the group was over the limit (the first ones) and let a pending
     member's second JoinGroup through."""
+    ineligible_replicas: bool
+    """KIP-841 (3.3.0): the controller refuses an AlterPartition whose ISR names a broker that
+    is not live or is shutting down (INELIGIBLE_REPLICA), and a leader proposes only followers
+    its metadata cache lists as live."""
+    complete_after_whole_append: bool
+    """KAFKA-8334 (2.7.0): a Produce completes the delayed operations of its partitions once
+    every partition of the request is appended (`ActionQueue`), not after each append."""
     defaults: dict[str, Any]
 
     @property
@@ -156,6 +163,8 @@ class Profile:
             unmanaged_commit_to_empty_group=v >= (3, 3, 0),
             group_max_size=v >= (2, 2, 0),
             evict_last_joiners=v >= (2, 6, 0),
+            ineligible_replicas=v >= (3, 3, 0),
+            complete_after_whole_append=v >= (2, 7, 0),
             defaults=_defaults(v),
         )
 

@@ -164,7 +164,7 @@ class Broker:
             case IsrUpdateResponse() as resp:
                 isr.on_isr_update_response(self, ctx, out, inbound.correlation_id, resp)
             case UpdateMetadataRequest() as req:
-                self._on_update_metadata(out, inbound, req)
+                self._on_update_metadata(ctx, out, inbound, req)
             case StopReplicaRequest() as req:
                 self._on_stop_replica(out, inbound, req)
             case MetadataRequest() as req:
@@ -181,6 +181,7 @@ class Broker:
             case Disconnected(peer):
                 if peer.startswith("broker-"):
                     follower.disconnected(self, ctx, out, broker_id_of(inbound.src))
+                    isr.controller_unreachable(self, ctx, out, peer)
                 for src in [a for a in self.state.muted if a.node == peer]:
                     del self.state.muted[src]  # its connections closed: what waited is gone
             case _:
@@ -243,20 +244,36 @@ class Broker:
 
     # ------------------------------------------------------------------ DelayedOperations
 
-    def after_leader_change(self, ctx: Ctx, out: Out, partition: Partition, *, leo_changed: bool) -> None:
+    def after_leader_change(
+        self, ctx: Ctx, out: Out, partition: Partition, *, leo_changed: bool,
+        deferred: list[tuple[TopicPartition, bool]] | None = None,
+    ) -> None:
         """After an append, a follower fetch or an ISR change: maybe move the HW, then complete
         what can complete (an LEO change wakes follower fetches; an HW change, produces and
-        consumer fetches). The one callback the rules make (`context.DelayedOperations`)."""
+        consumer fetches), or, given `deferred`, note the partition there for
+        `complete_deferred`. The callback the rules make (`context.DelayedOperations`)."""
+        eligible = set(partition.replicas)
+        if self.config.profile.ineligible_replicas and self.config.zk_client is not None:
+            eligible.intersection_update(self.state.live_brokers)  # `isReplicaIsrEligible`
         moved = partition.maybe_increment_high_watermark(
             min_insync_replicas=self.config.min_insync_replicas_for(partition.tp.topic),
-            eligible=set(partition.replicas),
+            eligible=eligible,
             now_ms=ctx.now_ms,
             max_lag_ms=self.config.replica_lag_time_max_ms,
             profile=self.config.profile,
         )
         if moved or leo_changed:
             partition.emit_offsets(out)
-            leader.check_purgatory(self, out, (partition.tp,), hw_or_role=moved)
+            if deferred is not None:
+                deferred.append((partition.tp, moved))
+            else:
+                leader.check_purgatory(self, out, (partition.tp,), hw_or_role=moved)
+
+    def complete_deferred(self, out: Out, deferred: list[tuple[TopicPartition, bool]]) -> None:
+        """`ReplicaManager.tryCompleteActions` (2.7+): after a whole Produce, each appended
+        partition's purgatory checks, in the request's order."""
+        for tp, moved in deferred:
+            leader.check_purgatory(self, out, (tp,), hw_or_role=moved)
 
     # ------------------------------------------------------------------ LeaderAndIsr
 
@@ -283,13 +300,15 @@ class Broker:
         self.state.controller_id = req.controller_id
         return error
 
-    def _on_update_metadata(self, out: Out, inbound: Inbound, req: UpdateMetadataRequest) -> None:
+    def _on_update_metadata(self, ctx: Ctx, out: Out, inbound: Inbound, req: UpdateMetadataRequest) -> None:
         error = self._control_request_error(out, "UpdateMetadata", req)
         if error is ErrorCode.NONE:
             self.state.live_brokers = tuple(req.live_brokers)
             for p in req.partitions:
                 self.state.metadata[TopicPartition(p.topic, p.partition)] = p
         out.reply(inbound, UpdateMetadataResponse(error))
+        if error is ErrorCode.NONE:
+            isr.controller_changed(self, ctx, out)  # the cache names the controller
 
     def _on_stop_replica(self, out: Out, inbound: Inbound, req: StopReplicaRequest) -> None:
         """`stopReplicas` with deletePartition=false: stop fetching; the log stays."""

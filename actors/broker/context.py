@@ -63,10 +63,13 @@ class FetcherState(Replicas, Protocol):
 
 
 class IsrState(Replicas, Protocol):
-    """What an ISR change is sent with: the controller heard last, this broker's epoch, ids."""
+    """What an ISR change is sent with: the controller heard last, this broker's epoch, ids;
+    and the live brokers of the metadata cache, which a new ISR member must be one of (3.3+)."""
 
     controller_id: int
+    controller_epoch: int
     broker_epoch: int
+    live_brokers: tuple[int, ...]
 
     def new_id(self) -> int: ...
 
@@ -110,8 +113,21 @@ class DelayedOperations(Protocol):
     (`maybeIncrementLeaderHW`) and complete what waits on the partition (`checkAndCompleteAll`)."""
 
     def after_leader_change(
-        self, ctx: Ctx, out: Out, partition: Partition, *, leo_changed: bool
+        self,
+        ctx: Ctx,
+        out: Out,
+        partition: Partition,
+        *,
+        leo_changed: bool,
+        deferred: list[tuple[TopicPartition, bool]] | None = None,
     ) -> None: ...
+
+
+class ProduceActions(DelayedOperations, Protocol):
+    """`ActionQueue` (2.7+, KAFKA-8334): the purgatory checks of a Produce's appends, run once
+    the whole request is handled."""
+
+    def complete_deferred(self, out: Out, deferred: list[tuple[TopicPartition, bool]]) -> None: ...
 
 
 class ReplicasContext(Protocol):
@@ -150,7 +166,7 @@ class DelayedProduceContext(Protocol):
     def state(self) -> DelayedProduceState: ...
 
 
-class ProduceContext(DelayedOperations, Protocol):
+class ProduceContext(ProduceActions, Protocol):
     """The produce path and InitProducerId (`produce`): `ReplicaManager.appendRecords`."""
 
     @property

@@ -49,6 +49,12 @@ class PendingIsr:
     isr: frozenset[int]
     correlation_id: int
     """The AlterPartition in flight: only its answer counts."""
+    controller: str = ""
+    """The node of the controller it went to (2.7+); "" for a ZooKeeper write."""
+    waiting_beyond: int | None = None
+    """Set when that controller could not take it (its connection closed, or it answered
+    NOT_CONTROLLER) and no other was known: the request waits for a controller epoch newer
+    than this one."""
 
 
 @dataclass(slots=True)

@@ -57,6 +57,24 @@ PRODUCER_ID_BLOCK_FILE = "producer-id-blocks"
 
 def on_produce(b: ProduceContext, ctx: Ctx, out: Out, inbound: Inbound, req: ProduceRequest) -> None:
     """`appendRecords`: append to each partition this broker leads, then answer by `acks`."""
+    # From 2.7 (KAFKA-8334) the purgatory checks of the appends wait until the request is
+    # handled: a follower's parked fetch then carries every partition of the Produce, where
+    # before it completed at the first append and the rest waited for its next fetch.
+    deferred: list[tuple[TopicPartition, bool]] | None = [] if b.config.profile.complete_after_whole_append else None
+    _append_all(b, ctx, out, inbound, req, deferred)
+    if deferred:
+        b.complete_deferred(out, deferred)
+
+
+def _append_all(
+    b: ProduceContext,
+    ctx: Ctx,
+    out: Out,
+    inbound: Inbound,
+    req: ProduceRequest,
+    deferred: list[tuple[TopicPartition, bool]] | None,
+) -> None:
+    """Append each partition, then answer by `acks` (or park the answer)."""
     results: dict[TopicPartition, ProducePartitionResponse] = {}
     pending: dict[TopicPartition, PendingProduce] = {}
     order = tuple(TopicPartition(p.topic, p.partition) for p in req.partitions)
@@ -64,7 +82,7 @@ def on_produce(b: ProduceContext, ctx: Ctx, out: Out, inbound: Inbound, req: Pro
         tp = TopicPartition(data.topic, data.partition)
         error = _produce_error(b, tp, req.acks)
         if error is ErrorCode.NONE:
-            error = _append(b, ctx, out, tp, data, req.acks, pending)
+            error = _append(b, ctx, out, tp, data, req.acks, pending, deferred)
         if error is not ErrorCode.NONE:
             results[tp] = ProducePartitionResponse(tp.topic, tp.partition, error)
             out.emit("produce_rejected", topic=tp.topic, partition=tp.partition, error=error.name)
@@ -97,6 +115,7 @@ def _append(
     data: ProducePartitionData,
     acks: int,
     pending: dict[TopicPartition, PendingProduce],
+    deferred: list[tuple[TopicPartition, bool]] | None,
 ) -> ErrorCode:
     """Check the producer's state, then append (or find the duplicate); the error, if any."""
     partition = b.state.partitions[tp]
@@ -147,7 +166,7 @@ def _append(
         **_named(batch.values),
     )
     pending[tp] = PendingProduce(log.log_end_offset, batch.base_offset)
-    b.after_leader_change(ctx, out, partition, leo_changed=True)
+    b.after_leader_change(ctx, out, partition, leo_changed=True, deferred=deferred)
     return ErrorCode.NONE
 
 

@@ -23,6 +23,9 @@ class ControllerSettings:
     broker_epochs: bool = True
     """2.2+ (KIP-380): requests to brokers carry their broker epochs, and ControlledShutdown's
     broker epoch is checked."""
+    ineligible_replicas: bool = True
+    """3.3+ (KIP-841): an AlterPartition whose ISR names a broker that is not live or is
+    shutting down is refused with INELIGIBLE_REPLICA."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -174,7 +174,8 @@ class KafkaController:
 
     def on_alter_partition(self, inbound: Inbound, request: AlterPartitionRequest) -> Step:
         """2.7+ (`processAlterPartition`): check the leader's broker epoch, leader epoch and
-        partition epoch, write the accepted ISRs, answer, and tell every broker."""
+        partition epoch, and from 3.3 that every broker of the new ISR is live and not shutting
+        down (KIP-841); write the accepted ISRs, answer, and tell every broker."""
         if self.ctx.live_brokers.get(request.broker_id) != request.broker_epoch:
             self.out.reply(inbound, AlterPartitionResponse(ErrorCode.STALE_BROKER_EPOCH))
             return
@@ -197,6 +198,10 @@ class KafkaController:
                 pass
             elif item.partition_epoch != current.zk_version:
                 error = ErrorCode.INVALID_UPDATE_VERSION
+            elif self.settings.ineligible_replicas and not set(item.new_isr) <= self.ctx.electable().keys():
+                # KIP-841: `liveBrokerIds` leaves out brokers in controlled shutdown, so a
+                # stopping follower that fetched once does not hold the HW until it lags out.
+                error = ErrorCode.INELIGIBLE_REPLICA
             else:
                 accepted[tp] = replace(current, isr=tuple(item.new_isr), controller_epoch=self.ctx.epoch)
             if error is not ErrorCode.NONE:

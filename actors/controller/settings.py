@@ -38,6 +38,7 @@ def controller_config(broker_id: int, profile: Profile, settings: dict[str, Any]
             alter_partition=profile.alter_partition,
             epoch_checked_writes=profile.controller_epoch_checked_writes,
             broker_epochs=profile.broker_epochs,
+            ineligible_replicas=profile.ineligible_replicas,
         ),
         replica_manager=replica_manager,
         controlled_shutdown_enable=settings["controlled.shutdown.enable"],

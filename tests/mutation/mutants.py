@@ -707,4 +707,51 @@ MUTANTS: tuple[Mutant, ...] = (
         "",
         ("tests/scenarios/test_tcp_partitions.py::test_a_crash_in_the_cut_ends_what_its_connections_held_and_the_close_comes_at_the_heal",),
     ),
+    Mutant(
+        "ineligible_replica_accepted",
+        "from 3.3 the controller refuses an AlterPartition whose ISR names a broker not live or in controlled shutdown (KIP-841, KafkaController.tryProcessAlterPartition)",
+        "actors/controller/kafka_controller.py",
+        "            elif self.settings.ineligible_replicas and not set(item.new_isr) <= self.ctx.electable().keys():\n",
+        "            elif False:\n",
+        (
+            "tests/scenarios/test_replication_rules_3x.py::test_kip_841_a_stopped_follower_is_not_written_into_the_isr",
+            "tests/scenarios/test_replication_rules_3x.py::test_kip_841_a_follower_in_controlled_shutdown_is_ineligible_while_still_alive",
+        ),
+    ),
+    Mutant(
+        "leader_proposes_dead_follower",
+        "from 3.3 a leader in ZooKeeper mode proposes for the ISR only followers its metadata cache lists as live (KIP-841, Partition.isReplicaIsrEligible)",
+        "actors/broker/isr.py",
+        "and replica not in b.state.live_brokers:",
+        "and replica < 0:",
+        ("tests/scenarios/test_replication_rules_3x.py::test_kip_841_a_leader_proposes_only_followers_its_metadata_lists_as_live",),
+    ),
+    Mutant(
+        "alter_partition_waits_out_timeout",
+        "an AlterPartition whose controller connection closed goes to the next controller at once (BrokerToControllerRequestThread.handleResponse)",
+        "actors/broker/behavior.py",
+        "                    isr.controller_unreachable(self, ctx, out, peer)\n",
+        "",
+        (
+            "tests/scenarios/test_replication_rules_3x.py::test_an_alter_partition_in_flight_goes_to_the_next_controller_when_its_connection_closes",
+        ),
+    ),
+    Mutant(
+        "produce_completes_fetch_per_partition",
+        "from 2.7 a Produce completes parked fetches once all its partitions are appended (KAFKA-8334, ReplicaManager.appendRecords' ActionQueue)",
+        "actors/broker/produce.py",
+        "[] if b.config.profile.complete_after_whole_append else None",
+        "None",
+        (
+            "tests/scenarios/test_replication_rules_3x.py::test_kafka_8334_a_produce_completes_parked_fetches_once_all_its_partitions_are_appended",
+        ),
+    ),
+    Mutant(
+        "dead_replica_holds_hw",
+        "from 3.6 only an ISR-eligible caught-up replica holds the HW back; in ZooKeeper mode one the metadata cache lists as live (KAFKA-15021, Partition.maybeIncrementLeaderHW, isReplicaIsrEligible)",
+        "actors/broker/behavior.py",
+        "            eligible.intersection_update(self.state.live_brokers)",
+        "            pass",
+        ("tests/scenarios/test_replication_rules_3x.py::test_kip_841_a_stopped_follower_is_not_written_into_the_isr",),
+    ),
 )

@@ -72,7 +72,7 @@ def test_a_controlled_shutdown_moves_the_leaderships_before_the_broker_exits() -
     (broker 2) elects broker 2 for T-0 by the controlled-shutdown rule (leader epoch 1, ISR
     without broker 1), takes broker 1 out of the ISRs of T-1 and T-2, and answers with nothing
     left to move. Broker 1 checkpoints, closes its session and exits; the controller sees its
-    registration go 10 ms later, not a session timeout later. It comes back 3 s after it
+    registration go 9 ms later, not a session timeout later. It comes back 3 s after it
     exited. Every acknowledged record is kept."""
     events, checks = run()
     [started] = where(events, "broker_shutdown_started")
@@ -86,12 +86,12 @@ def test_a_controlled_shutdown_moves_the_leaderships_before_the_broker_exits() -
     [completed] = where(events, "controlled_shutdown_completed")
     assert (completed["ts_ms"], completed["succeeded"], completed["attempts"]) == (5018, True, 1)
     [stopped] = where(events, "node_stopped")
-    assert (stopped["ts_ms"], stopped["target"]) == (5029, "broker-1")
+    assert (stopped["ts_ms"], stopped["target"]) == (5028, "broker-1")
     assert not where(events, "node_crashed")
     [gone] = where(events, "broker_change", dead=[1])
-    assert gone["ts_ms"] == 5039
+    assert gone["ts_ms"] == 5037
     [back] = where(events, "node_started", target="broker-1", incarnation=1)
-    assert back["ts_ms"] == 5029 + 3000
+    assert back["ts_ms"] == 5028 + 3000
     assert (checks["acked"], checks["lost_acked"], checks["log_duplicates"]) == (1000, 0, 0)
 
 
@@ -105,15 +105,15 @@ def test_a_partition_that_cannot_move_makes_the_broker_retry_then_stop_anyway() 
     assert [(e["attempt"], e["error"], e["remaining"]) for e in failed] == [(1, "NONE", ["U-0"]), (2, "NONE", ["U-0"]), (3, "NONE", ["U-0"])]
     # Each answer comes a round trip (and the controller's ZooKeeper reads) after its request,
     # which leaves 5000 ms after the previous answer.
-    assert [e["ts_ms"] for e in failed] == [5018, 10031, 15037]
+    assert [e["ts_ms"] for e in failed] == [5018, 10026, 15033]
     [completed] = where(events, "controlled_shutdown_completed")
     assert (completed["succeeded"], completed["attempts"]) == (False, 3)
     [stopped] = where(events, "node_stopped")
-    assert stopped["ts_ms"] == 15046
+    assert stopped["ts_ms"] == 15043
     # T-0 moved at the first attempt; U-0 could not, and goes offline when broker 1 is gone.
     assert [e["partition"] for e in where(events, "leader_elected", election="controlled_shutdown")] == [0]
     [offline] = where(events, "leader_election_failed", topic="U", election="offline")
-    assert offline["ts_ms"] == 15053
+    assert offline["ts_ms"] == 15052
 
 
 def test_without_controlled_shutdown_the_leaderships_move_when_the_registration_goes() -> None:
