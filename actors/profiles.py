@@ -101,6 +101,9 @@ class Profile:
     log_start_offset_in_fetch: bool
     """KIP-107 (0.11.0): a fetch answer carries the leader's log start offset, and a follower
     moves its own to it (before, a follower's log start moved only by its own retention)."""
+    exponential_retry_backoff: bool
+    """KIP-580 (3.7.0): the clients' retry back-off grows exponentially from `retry.backoff.ms`
+    to `retry.backoff.max.ms`, with 20% jitter (before: a constant `retry.backoff.ms`)."""
     defaults: dict[str, Any]
 
     @property
@@ -135,6 +138,7 @@ class Profile:
             pending_revocation_before_commit=v >= (3, 2, 3),
             accept_unknown_producer=v >= (2, 5, 0),
             log_start_offset_in_fetch=v >= (0, 11, 0),
+            exponential_retry_backoff=v >= (3, 7, 0),
             defaults=_defaults(v),
         )
 

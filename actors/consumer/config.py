@@ -74,6 +74,10 @@ class ConsumerConfig:
     assignment_strategy: tuple[str, ...] = ("range", "cooperative-sticky")
     request_timeout_ms: int = 30000
     retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1000
+    exponential_retry_backoff: bool = False
+    """KIP-580 (3.7): commitSync's retries, coordinator lookups and failed heartbeats back off
+    exponentially up to `retry.backoff.max.ms`; before, a constant `retry.backoff.ms`."""
     default_api_timeout_ms: int = 60000
 
     # the application

@@ -138,8 +138,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             if commits.revoke_commit is None:
                 self._commit_sync(out, CommitKind.REVOKE, self.subscriptions.consumed_of(owned))
                 return False
-            commit = commits.get(commits.revoke_commit)
-            if commit is not None and commit.error is None:
+            if commits.waiting_for(commits.revoke_commit):
                 return False
         commits.revoke_commit = None
         self.join_prepare_revoked = True
@@ -213,8 +212,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         if commits.revoke_commit is None:
             self._commit_sync(out, CommitKind.REVOKE, self.subscriptions.consumed_of(revoked))
             return False
-        commit = commits.get(commits.revoke_commit)
-        if commit is not None and commit.error is None:
+        if commits.waiting_for(commits.revoke_commit):
             return False
         commits.revoke_commit = None
         return True
