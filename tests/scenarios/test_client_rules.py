@@ -143,3 +143,101 @@ def test_commit_sync_sends_nothing_past_its_deadline_and_returns_at_it(
     sent = {e["ts_ms"]: e["commit_id"] for e in where(events, "offset_commit_sent", node="consumer-1", kind="sync")}
     if late_answer is not None:
         assert answered[sent[attempts[-1]]] == late_answer
+
+
+# ---------------------------------------------------------------------- KIP-580's back-off
+
+
+def _band(attempts: int, initial: int = 100, cap: int = 1000) -> tuple[int, int]:
+    """The range of `ExponentialBackoff.backoff(attempts)`: the term capped at `cap`, times
+    0.8 to 1.2, never above `cap`."""
+    term = min(initial * 2**attempts, cap)
+    return int(0.8 * term), min(int(1.2 * term), cap)
+
+
+@pytest.mark.parametrize(
+    ("version", "attempts", "failures"),
+    [
+        ("3.6", [9986, 13086, 13186, 16286, 16386, 19486, 19586], [12986, 13086, 16186, 16286, 19386, 19486]),
+        ("3.9", [9986, 13077, 13304, 16577, 20160], [12986, 13077, 16176, 19475]),
+    ],
+)
+def test_commit_sync_retries_back_off_exponentially_from_3_7(version: str, attempts: list[int], failures: list[int]) -> None:
+    """KIP-580: from 3.7 commitSync's n-th retry waits `retryBackoff.backoff(n - 1)`:
+    `retry.backoff.ms` (100) doubled for each earlier retry, up to `retry.backoff.max.ms`
+    (1000), times a jitter factor from 0.8 to 1.2 drawn from the consumer's seeded stream;
+    before 3.7 each waits `retry.backoff.ms`. The commitSync made at 9986 ms while consumer 1
+    is cut off from its coordinator (as in the test above, with a 12 s timer): 3.6 sends again
+    exactly 100 ms after each failure; 3.9 after 91, 227, 401 and 685 ms, each in its band."""
+    from tests.scenarios.test_consumer_groups import run, scenario  # noqa: PLC0415
+
+    text = SYNC_COMMITTER.format(api_timeout=12_000)
+    events, _ = run(scenario(text, ZOMBIE, records=2000, duration=30_000, version=version))
+    [call] = [c for c in _sync_calls(events) if c[1][0] == 9986]
+    assert call[1] == attempts
+    sent = {e["ts_ms"]: e["commit_id"] for e in where(events, "offset_commit_sent", node="consumer-1", kind="sync")}
+    answered = {e["commit_id"]: e["ts_ms"] for e in where(events, "offset_commit_answered", node="consumer-1")}
+    assert [answered[sent[t]] for t in attempts[:-1]] == failures
+    waits = [retry - failed for failed, retry in zip(failures, attempts[1:], strict=True)]
+    for n, wait in enumerate(waits):
+        low, high = _band(n) if version == "3.9" else (100, 100)
+        assert low <= wait <= high, (n, wait)
+
+
+PRODUCER_REFUSED = """
+[run]
+"duration.ms" = 12000
+[kafka]
+version = "{version}"
+[network]
+"latency.min.ms" = 1
+"latency.max.ms" = 1
+[cluster]
+brokers = 2
+[broker]
+"min.insync.replicas" = 2
+"replica.lag.time.max.ms" = 1000
+[[topics]]
+name = "T"
+"replication.factor" = 2
+[[producers]]
+topic = "T"
+records = 1
+"start.ms" = 1000
+"request.timeout.ms" = 1500
+[[faults]]
+kind = "crash"
+node = "broker-2"
+"at.ms" = 100
+"""
+
+
+@pytest.mark.parametrize(
+    ("version", "backoffs", "first"),
+    [
+        ("3.6", [100] * 12, (1505, "NOT_ENOUGH_REPLICAS_AFTER_APPEND")),
+        ("3.9", [98, 192, 434, 913, 1000, 1000, 1000, 1000, 1000, 918, 1000, 877], (2500, "REQUEST_TIMED_OUT")),
+    ],
+)
+def test_a_producer_retry_backs_off_exponentially_from_3_7(version: str, backoffs: list[int], first: tuple[int, str]) -> None:
+    """KIP-580 for the producer: a batch's n-th retry waits `retryBackoff.backoff(n - 1)`
+    (`RecordAccumulator`, with the batch's attempts), 100 ms doubled per earlier retry up to
+    `retry.backoff.max.ms` (1000) with a ±20% jitter from the producer's seeded stream; before
+    3.7, `retry.backoff.ms` each time. Broker 2 is down from 100 ms, so with min ISR 2 the
+    record sent at 1000 ms is refused until the run ends (3.6: its append is answered
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND once the ISR shrinks; 3.9: it parks until its request times
+    out, KAFKA-15583), then every retry NOT_ENOUGH_REPLICAS, 2 ms after it is sent. Each retry
+    goes out exactly its back-off after the failure; from the fifth on, 3.9's back-off is
+    capped: 800 to 1000 ms."""
+    with Cluster(parse_scenario(PRODUCER_REFUSED.format(version=version), "p.toml"), host=HostKind.DIRECT) as cluster:
+        events: list[dict[str, Any]] = []
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+    retried = where(events, "batch_retried")
+    assert (retried[0]["ts_ms"], retried[0]["error"]) == first
+    assert [e["backoff_ms"] for e in retried[:12]] == backoffs
+    sends = [e["ts_ms"] for e in where(events, "batch_sent")]
+    assert [s - r["ts_ms"] for r, s in zip(retried, sends[1:], strict=False)][:12] == backoffs
+    for n, backoff in enumerate(backoffs):
+        low, high = _band(n) if version == "3.9" else (100, 100)
+        assert low <= backoff <= high, (n, backoff)
