@@ -103,6 +103,12 @@ class ConsumerConfig:
         return self.version >= (2, 3, 0)
 
     @property
+    def lost_on_leave_during_rebalance(self) -> bool:
+        """2.6: `onLeavePrepare` reports the partitions lost, not revoked, while a rebalance is
+        under way (`rebalanceInProgress`); before, only out of a generation."""
+        return self.version >= (2, 6, 0)
+
+    @property
     def join_prepare_commit(self) -> JoinPrepareCommit:
         return JoinPrepareCommit.for_version(self.version)
 

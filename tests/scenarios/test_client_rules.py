@@ -50,29 +50,43 @@ RETENTION = [
     "topics.1.retention.bytes=2000",
     "broker.group.initial.rebalance.delay.ms=0",
     "broker.offsets.topic.num.partitions=1",
-    "consumers.1.auto.offset.reset=earliest",
     "cluster.metadata.mode=zookeeper",
     "producers.1.start.ms=500",
 ]
 
 
-def test_a_position_out_of_range_is_reset_at_once_without_asking_for_the_committed_offset() -> None:
+@pytest.mark.parametrize(
+    ("policy", "positions", "requests"),
+    [
+        ("earliest", [(511, 0, "no_committed_offset"), (2023, 85, "out_of_range")], [507, 509, 2021]),
+        ("latest", [(511, 1, "no_committed_offset"), (2024, 100, "out_of_range")], [507, 509, 2022]),
+    ],
+)
+def test_a_position_out_of_range_is_reset_at_once_without_asking_for_the_committed_offset(
+    policy: str, positions: list[tuple[int, int, str]], requests: list[int]
+) -> None:
     """A partition whose position needs `auto.offset.reset` awaits its reset (`AWAIT_RESET`,
     `SubscriptionState.requestOffsetReset`): the consumer sends ListOffsets and never asks
-    OffsetFetch for it (`initializingPartitions` leaves it out). Consumer 1 (earliest) gets T-0
-    at 507 ms; OffsetFetch finds no committed offset, and one ListOffsets (509 ms) sets the
-    position to 0. Retention moves the log start to 85 at 2000 ms; the fetch at offset ~30 is
-    answered OFFSET_OUT_OF_RANGE at 2021 ms, and the consumer sends one ListOffsets, no
-    OffsetFetch, and seeks to 85 at 2023 ms with reason `out_of_range`."""
+    OffsetFetch for it (`initializingPartitions` leaves it out). Consumer 1 gets T-0 at 507 ms;
+    OffsetFetch finds no committed offset, and one ListOffsets (509 ms) sets the position by
+    the policy: 0 (earliest) or the HW, 1 (latest). Retention moves the log start to 85 at
+    2000 ms; the fetch at offset ~30 is answered OFFSET_OUT_OF_RANGE, and the consumer sends
+    one ListOffsets, no OffsetFetch, and seeks to 85 (earliest) or 100 (latest) with reason
+    `out_of_range`."""
     events, sent = run_spying(
-        SCENARIO + CONSUMER, RETENTION, until_ms=8000, skip=("FetchRequest", "HeartbeatRequest", "FindCoordinatorRequest")
+        SCENARIO + CONSUMER,
+        [*RETENTION, f"consumers.1.auto.offset.reset={policy}"],
+        until_ms=8000,
+        skip=("FetchRequest", "HeartbeatRequest", "FindCoordinatorRequest"),
     )
-    positions = [(e["ts_ms"], e["offset"], e["source"], e["reason"]) for e in where(events, "fetch_position_set")]
-    assert positions == [(511, 0, "earliest", "no_committed_offset"), (2023, 85, "earliest", "out_of_range")]
+    got = [(e["ts_ms"], e["offset"], e["reason"]) for e in where(events, "fetch_position_set")]
+    assert got == positions
+    assert {e["source"] for e in where(events, "fetch_position_set")} == {policy}
+    first, reset, again = requests
     assert [s for s in sent if 500 <= s[0] < 2100] == [
-        (507, "broker-1", "OffsetFetchRequest"),
-        (509, "broker-1", "ListOffsetsRequest"),
-        (2021, "broker-1", "ListOffsetsRequest"),
+        (first, "broker-1", "OffsetFetchRequest"),
+        (reset, "broker-1", "ListOffsetsRequest"),
+        (again, "broker-1", "ListOffsetsRequest"),
     ]
 
 
@@ -241,3 +255,103 @@ def test_a_producer_retry_backs_off_exponentially_from_3_7(version: str, backoff
     for n, backoff in enumerate(backoffs):
         low, high = _band(n) if version == "3.9" else (100, 100)
         assert low <= backoff <= high, (n, backoff)
+
+
+# ---------------------------------------------------------------------- rules guarded by mutants
+
+COOPERATIVE_SYNC = """
+[[consumers]]
+"group.id" = "my-group"
+topics = ["T"]
+count = {count}
+"session.timeout.ms" = 10000
+"max.poll.records" = 20
+"process.record.ms" = 1
+"auto.offset.reset" = "earliest"
+"partition.assignment.strategy" = ["cooperative-sticky"]
+"enable.auto.commit" = false
+commit = "sync"
+{extra}
+"""
+
+
+def test_a_member_sends_no_commit_while_it_rejoins() -> None:
+    """A commit carries the generation only while the member is STABLE
+    (`generationIfStable`): while it rejoins (a JoinGroup or SyncGroup in flight) commitSync
+    fails in the client, RebalanceInProgressException from 2.5 (CommitFailedException before),
+    and nothing reaches the coordinator. Two cooperative members commit after each poll;
+    consumer 3 starts at 12 s. Consumer 2 learns of the rebalance first and rejoins at once
+    (it keeps its partitions and goes on processing): its commitSync calls from 12102 to 12163
+    ms fail locally with REBALANCE_IN_PROGRESS, and the coordinator completes no commit of its
+    while the group is CompletingRebalance."""
+    from tests.scenarios.test_consumer_groups import run, scenario  # noqa: PLC0415
+
+    text = COOPERATIVE_SYNC.format(count=2, extra="") + COOPERATIVE_SYNC.format(count=1, extra='"start.ms" = 12000')
+    events, checks = run(scenario(text, records=2000, duration=25_000))
+    refused = [(e["node"], e["ts_ms"]) for e in where(events, "offset_commit_answered") if e["error"] != "NONE"]
+    assert refused == [("consumer-2", t) for t in (12102, 12109, 12118, 12125, 12133, 12145, 12153, 12163)]
+    assert {e["error"] for e in where(events, "offset_commit_answered") if e["error"] != "NONE"} == {"REBALANCE_IN_PROGRESS"}
+    assert [e for e in where(events, "offset_commit_completed") if e["group_state"] == "CompletingRebalance"] == []
+    assert checks["duplicates"] == 0
+
+
+def test_a_static_member_closing_sends_no_leave_group() -> None:
+    """KIP-345: a static member (`group.instance.id`) never sends LeaveGroup, on `close()`
+    either (`maybeLeaveGroup`): consumer 1 closes at 15 s, revoking its partitions, and the
+    coordinator removes it only when its session times out (10 s after its last heartbeat),
+    then rebalances its partitions to consumer 2."""
+    from tests.scenarios.test_consumer_groups import TWO, run, scenario  # noqa: PLC0415
+
+    static = TWO.replace('"auto.offset.reset" = "earliest"', '"auto.offset.reset" = "earliest"\n"group.instance.id" = "app"')
+    close = '\n[[faults]]\nkind = "close"\nnode = "consumer-1"\n"at.ms" = 15000\n'
+    events, _ = run(scenario(static, close, records=2000, duration=30_000))
+    [revoked] = where(events, "partitions_revoked", node="consumer-1")
+    assert (revoked["ts_ms"], revoked["reason"], revoked["partitions"]) == (15_018, "close", ["T-0", "T-1"])
+    assert [(e["ts_ms"], e["reason"]) for e in where(events, "group_member_removed")] == [(25_003, "session_timeout")]
+    [second] = [e for e in where(events, "generation_started") if e["generation_id"] == 2]
+    assert second["ts_ms"] == 27_106 and len(second["members"]) == 1
+
+
+def test_an_idempotent_producer_bumps_its_epoch_after_a_delivery_timeout() -> None:
+    """KIP-360 (2.5+): a batch that expires (`delivery.timeout.ms`) after it was sent may or may
+    not have been written, so its partition's sequence numbering is broken: the producer bumps
+    its epoch (`TransactionManager.bumpIdempotentEpochAndResetIdIfNeeded`) and its next batch
+    starts again at sequence 0 in epoch 1, which the broker accepts. The producer's requests to
+    broker 1 are lost from 1000 to 2600 ms; record 0 (sent at 1000, again at 2100) expires at
+    2500; record 1 goes at 4000 with epoch 1, sequence 0, and is written at offset 10."""
+    from sim.engine.network import FaultKind, LinkFault  # noqa: PLC0415
+    from tests.harness import Script, build, leader_and_isr, seeded_disk  # noqa: PLC0415
+    from tests.scenarios.test_producer import B1, B2, SEEDED, _events, _producer  # noqa: PLC0415
+
+    script = Script([(0, B1, leader_and_isr(1, 0, (1, 2)), 1), (0, B2, leader_and_isr(1, 0, (1, 2)), 2)])
+    disks = {b: seeded_disk(SEEDED, high_watermark=10) for b in (1, 2)}
+    producer = _producer(
+        idempotence=True, records=2, start_ms=1000, interval_ms=3000, request_timeout_ms=1000, delivery_timeout_ms=1500
+    )
+    kernel = build("3.9", (1, 2), script, disks=disks, producers=(producer,))
+    events = _events(kernel)
+    kernel.add_link_fault(LinkFault(FaultKind.DROP, 1000, 2600, frozenset({"producer-1"}), frozenset({"broker-1"})))
+    kernel.run(8000)
+    kernel.shutdown()
+    sent = [(e["ts_ms"], e["records"], e["producer_epoch"], e["base_sequence"]) for e in where(events, "batch_sent")]
+    assert sent == [(1000, [0], 0, 0), (2100, [0], 0, 0), (4000, [1], 1, 0)]
+    done = [(e["ts_ms"], e["error"], e["base_offset"]) for e in where(events, "produce_completed")]
+    assert done == [(2500, "DELIVERY_TIMEOUT", -1), (4004, "NONE", 10)]
+
+
+@pytest.mark.parametrize(("version", "how"), [("2.5", "revoked"), ("3.9", "lost")])
+def test_a_member_leaving_during_a_rebalance_loses_its_partitions_from_2_6(version: str, how: str) -> None:
+    """`onLeavePrepare`: from 2.6 a member that leaves while a rebalance is under way
+    (`rebalanceInProgress`: its JoinGroup or SyncGroup in flight) reports its partitions lost
+    (`onPartitionsLost`), not revoked, since another member may own them already; before 2.6
+    only a member out of its generation did. Consumer 3 starts at 12 s and consumer 2, which
+    keeps T-1 and T-3 during the cooperative rebalance, rejoins at once; its application calls
+    `close()` at 12110 ms, with its JoinGroup (2.5) or SyncGroup (3.9) in flight."""
+    from tests.scenarios.test_consumer_groups import run, scenario  # noqa: PLC0415
+
+    text = COOPERATIVE_SYNC.format(count=2, extra="") + COOPERATIVE_SYNC.format(count=1, extra='"start.ms" = 12000')
+    close = '\n[[faults]]\nkind = "close"\nnode = "consumer-2"\n"at.ms" = 12110\n'
+    events, _ = run(scenario(text, close, records=2000, duration=25_000, version=version))
+    [left] = [e for e in events if e["node"] == "consumer-2" and e["event"] in ("partitions_lost", "partitions_revoked")]
+    assert (left["ts_ms"], left["event"], left["reason"], left["partitions"]) == (12_110, f"partitions_{how}", "close", ["T-1", "T-3"])
+    assert [e["reason"] for e in where(events, "group_member_removed")] == ["leave"]
