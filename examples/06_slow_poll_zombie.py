@@ -14,16 +14,16 @@ learns it lost the partition only then. Every record it processed since its last
 processed twice, and so is every record both read while it was a zombie.
 
 Expected output (06_slow_poll_zombie.out), and why each number is right. Consumer-1's last
-auto-commit before 12 s is at 10.41 s (10.31 s for the static one): T-1 at 520 (T-0 at 515).
-- stall: its last poll began at 11.908 s; at 19.908 s (+8000) the heartbeat thread sends
-  LeaveGroup (removed 19913 ms, leave). consumer-2 learns of the rebalance from its heartbeat
+auto-commit before 12 s is at 10.41 s: T-1 at 520 (T-0 at 520 for the static one).
+- stall: its last poll began at 11.904 s; at 19.904 s (+8000) the heartbeat thread sends
+  LeaveGroup (removed 19908 ms, leave). consumer-2 learns of the rebalance from its heartbeat
   at 21.31 s and starts T-1 at 520; consumer-1 had processed up to 600: 80
   poll_interval_exceeded. At 27 s the stall ends: the pre-rebalance auto-commit fails in the
   client (COMMIT_FAILED: out of its generation), T-1 is lost, and it joins as a new member:
   generation 3. Three rebalances.
-- slow: the poll of 12.008 s returns 5 records (2.5 s at 500 ms), the poll of 14.508 s 20
-  (10 s): at 22.508 s, 8000 ms after that poll, LeaveGroup (removed 22510 ms). consumer-2
-  starts T-1 at 520 at 24.35 s; consumer-1 finishes its batch at 24.517 s, having processed
+- slow: the poll of 12.005 s returns 5 records (2.5 s at 500 ms), the poll of 14.505 s 20
+  (10 s): at 22.505 s, 8000 ms after that poll, LeaveGroup (removed 22509 ms). consumer-2
+  starts T-1 at 520 at 24.35 s; consumer-1 finishes its batch at 24.511 s, having processed
   605 to 625 while a zombie: 625 - 520 = 105 poll_interval_exceeded. COMMIT_FAILED at its next
   poll, as for the stall; three rebalances.
 - zombie: no poll timeout (it keeps polling); its heartbeats stop reaching broker-1. The
@@ -40,11 +40,11 @@ auto-commit before 12 s is at 10.41 s (10.31 s for the static one): T-1 at 520 (
   lasts depends on how it finds out: with seed 2 it asks broker-2, is told broker-1 again,
   loses it again after another session timeout (29.41 s), and meets the refusal at 29.52 s,
   with 955 duplicates.
-- static: the poll timeout at 19.908 s resets the member in the client and sends nothing; the
+- static: the poll timeout at 19.907 s resets the member in the client and sends nothing; the
   coordinator keeps it (its session would run out at 28.29 s, 10 s after its last heartbeat).
   At 27 s its commit fails in the client (COMMIT_FAILED), it joins with its instance id and
-  replaces its old member id (27004 ms, replaced) in generation 1, with T-0 again and no
-  rebalance: one generation in all. It re-reads T-0 from 515 itself, up to 605: 90
+  replaces its old member id (27005 ms, replaced) in generation 1, with T-0 again and no
+  rebalance: one generation in all. It re-reads T-0 from 520 itself, up to 600: 80
   static_poll_timeout_self_replay.
 
 The same study as a sweep on Spark (one run per fault kind and seed):

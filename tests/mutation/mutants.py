@@ -451,8 +451,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "out_of_range_asks_offset_fetch",
         "a partition awaiting its auto.offset.reset (after OFFSET_OUT_OF_RANGE) is not asked OffsetFetch again (SubscriptionState.requestOffsetReset, initializingPartitions)",
         "actors/consumer/subscription_state.py",
-        "if (s := self.assigned[tp]).position is None and s.awaiting_reset is None and s.retry_at_ms <= now_ms",
-        "if (s := self.assigned[tp]).position is None and s.retry_at_ms <= now_ms",
+        "            state.awaiting_reset, state.retry_at_ms = reason, 0\n",
+        "            state.awaiting_reset, state.retry_at_ms = None, 0\n",
         (f"{CLIENT}::test_a_position_out_of_range_is_reset_at_once_without_asking_for_the_committed_offset",),
     ),
 )
