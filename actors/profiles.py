@@ -124,6 +124,9 @@ class Profile:
     complete_after_whole_append: bool
     """KAFKA-8334 (2.7.0): a Produce completes the delayed operations of its partitions once
     every partition of the request is appended (`ActionQueue`), not after each append."""
+    exponential_retry_backoff: bool
+    """KIP-580 (3.7.0): the clients' retry back-off grows exponentially from `retry.backoff.ms`
+    to `retry.backoff.max.ms`, with 20% jitter (before: a constant `retry.backoff.ms`)."""
     defaults: dict[str, Any]
 
     @property
@@ -165,6 +168,7 @@ class Profile:
             evict_last_joiners=v >= (2, 6, 0),
             ineligible_replicas=v >= (3, 3, 0),
             complete_after_whole_append=v >= (2, 7, 0),
+            exponential_retry_backoff=v >= (3, 7, 0),
             defaults=_defaults(v),
         )
 

@@ -20,23 +20,23 @@ Expected output (10_unclean_election.out), and why each number is right (seed 1)
 - 13000 ms: broker 1's process crashes. The controller does not know yet: broker 1's
   ZooKeeper session lasts until 30009 ms (18 s after the last ping ZooKeeper heard, at 12 s).
   Broker 3 wakes at 15 s with nothing to fetch from.
-- enabled: at 30032 ms the controller finds no live ISR member and elects broker 3 uncleanly,
-  leader epoch 1, its log ending at 500 (it leads from 30034 ms). The producer's batch of 13 s,
+- enabled: at 30031 ms the controller finds no live ISR member and elects broker 3 uncleanly,
+  leader epoch 1, its log ending at 500 (it leads from 30033 ms). The producer's batch of 13 s,
   records 1300 to 1309, is refused OUT_OF_ORDER_SEQUENCE_NUMBER: broker 3's producer state ends
   at sequence 499, and 1300 is not next. The batch fails for good (`canRetry`: it is the
   next in line, so nothing earlier will fill the gap), the producer bumps its epoch and numbers
   the rest from 0 (KIP-360), and they are written from offset 500. At 43000 ms broker 1 starts
   again, follows broker 3 and, fetching with its last epoch 0, is told that epoch 0 ends at 500
   on the leader: it truncates 1300 -> 500.
-  - no leader 17034 ms: from the crash, 13000, to broker 3 leading, 30034.
+  - no leader 17033 ms: from the crash, 13000, to broker 3 leading, 30033.
   - acknowledged 4990: 5000 records but the ten of that batch.
   - lost 800, reused 800: records 500 to 1299, acknowledged at offsets 500 to 1299, are in no
     log; those offsets now hold the records written after the election.
-- disabled: at 30025 ms the election fails (no live replica in the ISR), the controller keeps
-  broker 1 as the ISR's last member and the partition has no leader. At 43037 ms broker 1,
-  registered again, is elected (a clean election, leader epoch 2) and leads from 43055 ms with
+- disabled: at 30027 ms the election fails (no live replica in the ISR), the controller keeps
+  broker 1 as the ISR's last member and the partition has no leader. At 43035 ms broker 1,
+  registered again, is elected (a clean election, leader epoch 2) and leads from 43050 ms with
   all its 1300 records; broker 3 follows it and catches up.
-  - no leader 30055 ms: from 13000 to 43055. The producer's batches wait meanwhile (their
+  - no leader 30050 ms: from 13000 to 43050. The producer's batches wait meanwhile (their
     delivery.timeout.ms, 120 s, is far off) and are all written then.
   - acknowledged 5000, lost 0, reused 0.
 Both runs end with the invariants intact: an unclean election is a choice the configuration

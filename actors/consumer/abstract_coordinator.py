@@ -3,7 +3,8 @@
 What it models of the Java consumer:
 - FindCoordinator to a bootstrap broker, the next one `retry.backoff.ms` after a failure; a
   coordinator whose connection closed is marked unknown and the next lookup waits
-  `retry.backoff.ms`; marking it unknown fails the requests in flight to it;
+  `retry.backoff.ms`; marking it unknown fails the requests in flight to it. From 3.7 each of
+  those waits is `retryBackoff.backoff(attempts)` (KIP-580), the attempts of one `poll()`;
 - `joinGroupIfNeeded` with a zero timer (the poll never waits for the rebalance): the subclass's
   `on_join_prepare`, then JoinGroup (a member answered MEMBER_ID_REQUIRED joins again with the
   id it was given, KIP-394); SyncGroup at once on its answer, with the leader's assignment
@@ -26,6 +27,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from actors.backoff import RetryBackoff
 from actors.consumer.application import ApplicationThread
 from actors.consumer.config import ConsumerConfig
 from actors.consumer.group_membership import COORDINATOR_ERRORS, Generation
@@ -67,8 +69,12 @@ class AbstractCoordinator(ABC):
         self.network = network
         self.app = app
         self.member = Membership()
+        self.retry_backoff = RetryBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms, config.exponential_retry_backoff)
+        """`retryBackoff` (KIP-580 from 3.7); the consumer gives it its random stream at start."""
         self.heartbeat = HeartbeatThread(config, clock, network, app, self)
         self.find_in_flight: int | None = None
+        self.find_attempts = 0
+        """Failed lookups in this `ensureCoordinatorReady` (one per `poll()`): its `attempts`."""
         self.find_backoff_until = 0
         """After the coordinator's connection failed, no lookup before this time."""
         self.closed = False
@@ -142,6 +148,7 @@ class AbstractCoordinator(ABC):
     def _on_find_coordinator(self, out: Out, resp: FindCoordinatorResponse) -> None:
         self.find_in_flight = None
         if resp.error_code is ErrorCode.NONE and resp.node_id >= 0:
+            self.find_attempts = 0
             self.member.coordinator = resp.node_id
             self.heartbeat.reset_session_timeout()  # a new coordinator: the session starts afresh
             out.emit("coordinator_discovered", group_id=self.config.group_id, coordinator=resp.node_id)
@@ -152,12 +159,18 @@ class AbstractCoordinator(ABC):
                 self.heartbeat.poll_timeout_expired(out)
         else:
             self.network.try_next_node()
-            out.set_timer("find-backoff", self.config.retry_backoff_ms)
+            out.set_timer("find-backoff", self._lookup_backoff())
 
     def _find_failed(self, out: Out, correlation_id: int, request: InFlight, error: str) -> None:
         self.find_in_flight = None
         self.network.try_next_node()
-        out.set_timer("find-backoff", self.config.retry_backoff_ms)
+        out.set_timer("find-backoff", self._lookup_backoff())
+
+    def _lookup_backoff(self) -> int:
+        """`ensureCoordinatorReady`'s sleep after a failed lookup: `retryBackoff.backoff(attempts++)`."""
+        backoff = self.retry_backoff.backoff(self.find_attempts)
+        self.find_attempts += 1
+        return backoff
 
     def mark_coordinator_unknown(self, out: Out, reason: str, request: str = "") -> None:
         """`markCoordinatorUnknown`: disconnects it, failing every request in flight to it.
@@ -175,7 +188,7 @@ class AbstractCoordinator(ABC):
             # unknown and the next lookup waits `retry.backoff.ms` (a lookup at once would find
             # the same dead broker until the controller moves its partition).
             self.mark_coordinator_unknown(out, DISCONNECTED)
-            self.find_backoff_until = self.clock.now_ms + self.config.retry_backoff_ms
+            self.find_backoff_until = self.clock.now_ms + self._lookup_backoff()
 
     def _send_to_coordinator(
         self, out: Out, kind: str, request: Any, on_failure: FailureHandler, *, detail: Any = None, timeout_ms: int | None = None
@@ -314,6 +327,8 @@ class AbstractCoordinator(ABC):
     # ------------------------------------------------------------------ resets, leaving, stopping
 
     def poll_heartbeat(self, out: Out) -> None:
+        # A new `poll()`: its `ensureCoordinatorReady` counts its attempts from 0 (KIP-580).
+        self.find_attempts = 0
         self.heartbeat.poll(out)
 
     def reset_generation(self, out: Out, reason: str, *, keep_member_id: bool) -> None:

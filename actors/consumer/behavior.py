@@ -99,6 +99,7 @@ class Consumer:
 
     def on_start(self, ctx: Ctx) -> Out:
         self.clock.now_ms = ctx.now_ms
+        self.membership.retry_backoff.rng = ctx.rng  # KIP-580's jitter: the consumer's own stream
         out = Out()
         cfg = self.config
         out.emit(
@@ -126,6 +127,8 @@ class Consumer:
             self.metadata.request_update(out)
         elif kind == "commit-retry":
             self.commits.retry_commit(out, int(arg))
+        elif kind == "commit-deadline":
+            self.commits.sync_deadline_passed(out)
         elif kind == "close-timeout":
             self._close_timed_out(out)
         elif kind == "reset-retry":
@@ -242,6 +245,7 @@ class Consumer:
         if self.app is not App.POLLING:
             return  # a call inside it blocks (a synchronous commit) or stopped the consumer
         self.commits.refresh_committed_offsets_if_needed(out)
+        self.positions.reset_positions_if_needed(out)
         self.positions.validate_positions_if_needed(out)
         returned = self.fetcher.collect(self.config.max_poll_records)
         if returned:

@@ -5,10 +5,17 @@ What it models of the Java consumer:
 - auto-commit (`maybeAutoCommitOffsetsAsync`): every `auto.commit.interval.ms`, from the
   coordinator's poll, the positions (the *previous* polls' records); after a retriable
   failure the next one is due after `retry.backoff.ms`;
-- commitSync (retried until `default.api.timeout.ms`), commitAsync (never retried), the commit
-  in `onPartitionsRevoked`, the pre-rebalance commit and `close()`'s synchronous auto-commit.
-  Whoever makes a synchronous commit blocks the application first (`ApplicationThread`), since
-  one that fails in the client is answered at once;
+- commitSync, commitAsync (never retried), the commit in `onPartitionsRevoked`, the
+  pre-rebalance commit and `close()`'s synchronous auto-commit. Whoever makes a synchronous
+  commit blocks the application first (`ApplicationThread`), since one that fails in the client
+  is answered at once;
+- a synchronous commit's timer (`commitOffsetsSync` with a `Timer` of `default.api.timeout.ms`,
+  or the rebalance timeout for the pre-rebalance commit before 3.2): a retriable failure is
+  sent again after `retry.backoff.ms` (from 3.7 `retryBackoff.backoff(attempts)`, KIP-580),
+  the sleep cut short at the deadline (`Timer.sleep`); no attempt is sent from the deadline on,
+  and at the deadline the call returns whatever is in flight (KafkaConsumer's `commitSync`
+  throws TimeoutException; the application goes on as after a failed commit). An attempt still
+  in flight then is answered later, and logged, but nobody waits for it;
 - a commit carries the generation only when the member is STABLE (`generationIfStable`);
   otherwise it fails without being sent;
 - an answer's error acts on the membership: a moved coordinator is marked unknown,
@@ -113,7 +120,11 @@ class CommitRequestManager:
         self.commits: dict[int, Commit] = {}
         """Commit id -> every commit sent this incarnation, answered or not (kept small: pruned)."""
         self.sync_commit: int | None = None
-        """The synchronous commit the application waits for."""
+        """The synchronous commit the application waits for (its latest attempt)."""
+        self.sync_deadline_ms = 0
+        """When the synchronous commit's timer expires."""
+        self.sync_attempts = 0
+        """Its failed attempts so far (`attempts` in `commitOffsetsSync`, for KIP-580)."""
         self.join_prepare_commit: int | None = None
         self.revoke_commit: int | None = None
         self.async_commit_fenced = False
@@ -151,9 +162,15 @@ class CommitRequestManager:
 
     def commit_offsets_sync(self, out: Out, kind: CommitKind, offsets: Offsets) -> None:
         """A commit the application waits for (it is blocked already): retried until its
-        timer expires, then `ApplicationThread.commit_completed`."""
-        commit = self._new_commit(out, kind, offsets, self.clock.now_ms)
+        timer expires, then `ApplicationThread.commit_completed`. Its timer: the rebalance
+        timeout for the pre-rebalance commit before 3.2 (`maybeAutoCommitOffsetsSync`), else
+        `default.api.timeout.ms`."""
+        now = self.clock.now_ms
+        commit = self._new_commit(out, kind, offsets, now)
         self.sync_commit = commit.commit_id
+        timeout = self.config.max_poll_interval_ms if kind is CommitKind.JOIN_PREPARE else self.config.default_api_timeout_ms
+        self.sync_deadline_ms, self.sync_attempts = now + timeout, 0
+        out.set_timer("commit-deadline", timeout)
         if kind is CommitKind.JOIN_PREPARE:
             self.join_prepare_commit = commit.commit_id
         elif kind is CommitKind.REVOKE:
@@ -161,10 +178,13 @@ class CommitRequestManager:
         self._send_commit(out, commit)
 
     def retry_commit(self, out: Out, commit_id: int) -> None:
-        """commitSync sends the same offsets again after `retry.backoff.ms`, within the
-        `default.api.timeout.ms` that started with the first attempt."""
+        """commitSync sends the same offsets again after its back-off, while its timer runs
+        (`while (timer.notExpired())`)."""
         commit = self.commits.get(commit_id)
         if commit is None or self.sync_commit != commit_id:
+            return
+        if self.clock.now_ms >= self.sync_deadline_ms:
+            self.sync_deadline_passed(out)
             return
         retry = self._new_commit(out, commit.kind, commit.offsets, commit.started_ms)
         self.sync_commit = retry.commit_id
@@ -176,7 +196,23 @@ class CommitRequestManager:
 
     def abandon_sync_commit(self, out: Out) -> None:
         """close()'s timer expired: its commit is no longer retried nor waited for."""
+        self._end_sync(out)
+
+    def sync_deadline_passed(self, out: Out) -> None:
+        """The synchronous commit's timer expired: no attempt is sent any more, and the call
+        returns (TimeoutException to the application, which goes on)."""
+        if self.sync_commit is None:
+            return
+        self._end_sync(out)
+        self.app.commit_completed(out)
+
+    def waiting_for(self, commit_id: int | None) -> bool:
+        """Whether the application still waits for this synchronous commit."""
+        return commit_id is not None and self.sync_commit == commit_id
+
+    def _end_sync(self, out: Out) -> None:
         out.cancel_timer(f"commit-retry:{self.sync_commit}")
+        out.cancel_timer("commit-deadline")
         self.sync_commit = None
 
     def _new_commit(self, out: Out, kind: CommitKind, offsets: Offsets, started_ms: int) -> Commit:
@@ -258,6 +294,8 @@ class CommitRequestManager:
             # failure is thrown by the next `poll()`; a synchronous auto-commit (`close()`,
             # the pre-rebalance commit before 3.2) only logs it.
             if commit.kind in (CommitKind.SYNC, CommitKind.REVOKE):
+                if self.sync_commit == commit_id:
+                    self._end_sync(out)
                 self.app.fail(out, "OffsetCommit: FENCED_INSTANCE_ID")
                 return
             if self.sync_commit != commit_id:
@@ -265,15 +303,15 @@ class CommitRequestManager:
         if commit.kind is CommitKind.AUTO and is_retriable(outcome):
             self.next_auto_commit_ms = self.clock.now_ms + cfg.retry_backoff_ms
         if self.sync_commit == commit_id:
-            # A synchronous commit retries until its timer: `default.api.timeout.ms`, or for
-            # the pre-rebalance commit before 3.2 the rebalance timeout
-            # (`maybeAutoCommitOffsetsSync(rebalanceTimeoutMs)`).
-            waited = self.clock.now_ms - commit.started_ms
-            bound = cfg.max_poll_interval_ms if commit.kind is CommitKind.JOIN_PREPARE else cfg.default_api_timeout_ms
-            if is_retriable(outcome) and waited < bound:
-                out.set_timer(f"commit-retry:{commit_id}", cfg.retry_backoff_ms)
+            # A retriable failure sleeps its back-off, cut short at the timer's deadline
+            # (`Timer.sleep`): a retry is sent only before the deadline (`retry_commit`).
+            remaining = self.sync_deadline_ms - self.clock.now_ms
+            if is_retriable(outcome) and remaining > 0:
+                backoff = self.membership.retry_backoff.backoff(self.sync_attempts)
+                self.sync_attempts += 1
+                out.set_timer(f"commit-retry:{commit_id}", min(backoff, remaining))
                 return
-            self.sync_commit = None
+            self._end_sync(out)
             self.app.commit_completed(out)
         self._prune_commits()
 
@@ -310,7 +348,7 @@ class CommitRequestManager:
             for p in topic.partitions:
                 tp = TopicPartition(topic.name, p.partition)
                 state = self.subscriptions.assigned.get(tp)
-                if state is None or state.position is not None:
+                if state is None or state.position is not None or state.awaiting_reset is not None:
                     continue
                 if p.committed_offset >= 0:
                     self.positions.set_position(out, tp, p.committed_offset, p.committed_leader_epoch, "committed")

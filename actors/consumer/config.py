@@ -92,6 +92,10 @@ class ConsumerConfig:
     assignment_strategy: tuple[str, ...] = ("range", "cooperative-sticky")
     request_timeout_ms: int = 30000
     retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1000
+    exponential_retry_backoff: bool = False
+    """KIP-580 (3.7): commitSync's retries, coordinator lookups and failed heartbeats back off
+    exponentially up to `retry.backoff.max.ms`; before, a constant `retry.backoff.ms`."""
     default_api_timeout_ms: int = 60000
 
     # the application
@@ -125,6 +129,12 @@ class ConsumerConfig:
         """KAFKA-7548 (2.4): records fetched for a partition that is then paused stay buffered
         until it is resumed; before, they were dropped and fetched again."""
         return self.version >= (2, 4, 0)
+
+    @property
+    def lost_on_leave_during_rebalance(self) -> bool:
+        """2.6: `onLeavePrepare` reports the partitions lost, not revoked, while a rebalance is
+        under way (`rebalanceInProgress`); before, only out of a generation."""
+        return self.version >= (2, 6, 0)
 
     @property
     def join_prepare_commit(self) -> JoinPrepareCommit:

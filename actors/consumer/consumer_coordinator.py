@@ -19,7 +19,7 @@ What it models of the Java consumer:
   application says (`ApplicationThread.revoked_offsets`, which may first wait for its
   workers); `onPartitionsLost` commits nothing;
 - `onLeavePrepare` on `close()` and `unsubscribe()`: the partitions are revoked, or lost when
-  the member is out of its generation or a rebalance is under way.
+  the member is out of its generation or, from 2.6, a rebalance is under way.
 
 Partitions assigned, revoked and lost are logged with their reason.
 Left out: subscription changes (the topics are fixed) and the leader's check of the topics'
@@ -142,8 +142,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                 if offsets is not None:  # None: the listener waits for the application's workers
                     self._commit_sync(out, CommitKind.REVOKE, offsets)
                 return False
-            commit = commits.get(commits.revoke_commit)
-            if commit is not None and commit.error is None:
+            if commits.waiting_for(commits.revoke_commit):
                 return False
         commits.revoke_commit = None
         self.join_prepare_revoked = True
@@ -219,8 +218,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             if offsets is not None:  # None: the listener waits for the application's workers
                 self._commit_sync(out, CommitKind.REVOKE, offsets)
             return False
-        commit = commits.get(commits.revoke_commit)
-        if commit is not None and commit.error is None:
+        if commits.waiting_for(commits.revoke_commit):
             return False
         commits.revoke_commit = None
         return True
@@ -249,7 +247,10 @@ class ConsumerCoordinator(AbstractCoordinator):
 
     def partitions_lost_on_leave(self) -> bool:
         m = self.member
-        return not m.generation_valid or not m.member_id or m.state is not MemberState.STABLE
+        if not m.generation_valid or not m.member_id:
+            return True
+        # A rebalance under way loses them too from 2.6 (`rebalanceInProgress` in onLeavePrepare).
+        return self.config.lost_on_leave_during_rebalance and m.state is not MemberState.STABLE
 
     def leave_group(self, out: Out, reason: str) -> None:
         self._on_leave_prepare(out, reason)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Protocol
 
+from actors.backoff import RetryBackoff
 from actors.consumer.network import InFlight
 from actors.core import Out
 from protocols.errors import ErrorCode
@@ -56,6 +57,10 @@ class GroupMembership(Protocol):
 
     def snapshot(self) -> dict[str, Any]:
         """state, member_id, generation_id and coordinator, in that order."""
+
+    @property
+    def retry_backoff(self) -> RetryBackoff:
+        """The client's retry back-off (`retryBackoff`; KIP-580 from 3.7)."""
 
     # ------------------------------------------------------------------ the poll loop
 

@@ -4,7 +4,8 @@
 What it models of the Java consumer:
 - the thread runs from the JoinGroup answer until the member leaves or resets (it disables
   itself while the member `hasNotJoinedGroup`): a heartbeat every `heartbeat.interval.ms`, or
-  `retry.backoff.ms` after a failed one; with a heartbeat in flight it waits for its answer;
+  `retry.backoff.ms` after a failed one (from 3.7 growing with each failure in a row up to
+  `retry.backoff.max.ms`, KIP-580); with a heartbeat in flight it waits for its answer;
 - no successful heartbeat for `session.timeout.ms` marks the coordinator unknown; with none
   known the thread looks one up, and a new coordinator starts the session afresh;
 - a heartbeat answered REBALANCE_IN_PROGRESS asks for a rejoin; a fencing error in the
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from actors.backoff import RetryBackoff
 from actors.consumer.application import ApplicationThread
 from actors.consumer.config import ConsumerConfig
 from actors.consumer.group_membership import COORDINATOR_ERRORS
@@ -50,6 +52,9 @@ class Coordinator(Protocol):
 
     def maybe_leave_group(self, out: Out) -> None: ...
 
+    @property
+    def retry_backoff(self) -> RetryBackoff: ...
+
 
 class HeartbeatThread:
     def __init__(
@@ -65,6 +70,8 @@ class HeartbeatThread:
         self.last_ok_ms = 0
         self.next_ms = 0
         self.last_poll_ms = 0
+        self.attempts = 0
+        """Heartbeats failed since the last answered one (`heartbeatAttempts`, KIP-580)."""
         self.closed = False
 
     def reset_session_timeout(self) -> None:
@@ -127,6 +134,7 @@ class HeartbeatThread:
         self.in_flight = None
         if error in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS):
             self.last_ok_ms = now
+            self.attempts = 0  # `receiveHeartbeat`
         if error is ErrorCode.REBALANCE_IN_PROGRESS and m.state is MemberState.STABLE:
             self.coordinator.request_rejoin()
         elif error in _FENCING and m.generation_id == generation_sent and not m.state.has_not_joined:
@@ -140,13 +148,19 @@ class HeartbeatThread:
             # whole interval, once the coordinator is known again.
             if error in COORDINATOR_ERRORS:
                 self.coordinator.mark_coordinator_unknown(out, error.name, "Heartbeat")
-            self.next_ms = now + cfg.retry_backoff_ms
+            self.next_ms = now + self._fail_backoff()
         self.schedule(out)
 
     def _heartbeat_failed(self, out: Out, correlation_id: int, request: InFlight, error: str) -> None:
         self.in_flight = None
-        self.next_ms = self.clock.now_ms + self.config.retry_backoff_ms
+        self.next_ms = self.clock.now_ms + self._fail_backoff()
         self.schedule(out)
+
+    def _fail_backoff(self) -> int:
+        """`Heartbeat.failHeartbeat`: `retryBackoff.backoff(heartbeatAttempts++)`."""
+        backoff = self.coordinator.retry_backoff.backoff(self.attempts)
+        self.attempts += 1
+        return backoff
 
     # ------------------------------------------------------------------ the poll timer
 

@@ -65,11 +65,8 @@ class OffsetFetcher:
         self.membership = membership
         """Who the member is, for the logs."""
         self.app = app
-        self.list_offsets_in_flight: set[int] = set()
         self.validating: set[TopicPartition] = set()
         """Partitions whose OffsetsForLeaderEpoch is in flight."""
-        self.reset_reasons: dict[TopicPartition, str] = {}
-        """Why each partition awaiting `auto.offset.reset` needs it, for the log."""
 
     def set_position(self, out: Out, tp: TopicPartition, offset: int, epoch: int, source: str, reason: str | None = None) -> None:
         """`reason` says why a position not from a committed offset was needed; it defaults to
@@ -92,47 +89,62 @@ class OffsetFetcher:
     def reset_positions(
         self, out: Out, partitions: list[TopicPartition], error: str = "NoOffsetForPartitionException"
     ) -> None:
-        """`auto.offset.reset` by ListOffsets to each partition's leader; with `none`, `error`
-        (no committed offset, or `OffsetOutOfRangeException` after OFFSET_OUT_OF_RANGE) is
-        thrown to the application."""
+        """`auto.offset.reset` for partitions whose position is to be reset
+        (`requestOffsetReset`, then `resetPositionsIfNeeded` at once); with `none`, `error` (no
+        committed offset, or `OffsetOutOfRangeException` after OFFSET_OUT_OF_RANGE) is thrown
+        to the application. A partition awaiting its reset is not asked OffsetFetch again."""
         if not partitions:
             return
-        policy = self.config.auto_offset_reset
-        if policy == "none":
+        if self.config.auto_offset_reset == "none":
             self.app.fail(out, f"{error}: {', '.join(str(tp) for tp in partitions)}")
             return
-        timestamp = EARLIEST_TIMESTAMP if policy == "earliest" else LATEST_TIMESTAMP
-        reason = _RESET_REASONS[error]
         for tp in partitions:
-            self.reset_reasons[tp] = reason
+            self.subscriptions.request_offset_reset(tp, _RESET_REASONS[error])
+        self.reset_positions_if_needed(out)
+
+    def reset_positions_if_needed(self, out: Out) -> None:
+        """`resetPositionsIfNeeded`: a ListOffsets to each leader for the earliest or latest
+        offset of the partitions awaiting a reset; none is asked again before the request
+        timeout while one is in flight (`setNextAllowedRetry`)."""
+        subscriptions, now = self.subscriptions, self.clock.now_ms
+        timestamp = EARLIEST_TIMESTAMP if self.config.auto_offset_reset == "earliest" else LATEST_TIMESTAMP
         by_leader: dict[int, list[ListOffsetsPartition]] = {}
-        for tp in partitions:
-            leader, epoch = self.subscriptions.leaders.get(tp, (-1, -1))
+        for tp in subscriptions.needing_reset(now):
+            leader, epoch = subscriptions.leaders.get(tp, (-1, -1))
             if leader >= 0:
                 by_leader.setdefault(leader, []).append(ListOffsetsPartition(tp.topic, tp.partition, timestamp, epoch))
         for leader, parts in sorted(by_leader.items()):
+            tps = frozenset(TopicPartition(p.topic, p.partition) for p in parts)
+            for tp in tps:
+                subscriptions.assigned[tp].retry_at_ms = now + self.config.request_timeout_ms
             request = ListOffsetsRequest(-1, tuple(parts))
-            cid = self.network.send(out, leader, "list_offsets", request, on_failure=self._list_offsets_failed)
-            self.list_offsets_in_flight.add(cid)
+            self.network.send(out, leader, "list_offsets", request, on_failure=self._list_offsets_failed, detail=tps)
 
     def on_list_offsets_response(self, out: Out, correlation_id: int, resp: ListOffsetsResponse) -> None:
-        self.list_offsets_in_flight.discard(correlation_id)
         for p in resp.partitions:
             tp = TopicPartition(p.topic, p.partition)
             state = self.subscriptions.assigned.get(tp)
-            if state is not None and state.position is None and p.error_code is ErrorCode.NONE:
-                reason = self.reset_reasons.pop(tp, "no_committed_offset")
-                self.set_position(out, tp, p.offset, p.leader_epoch, self.config.auto_offset_reset, reason)
-            elif p.error_code in METADATA_ERRORS:
+            if state is None or state.awaiting_reset is None:
+                continue  # revoked, or reset by another answer meanwhile
+            if p.error_code is ErrorCode.NONE:
+                self.set_position(out, tp, p.offset, p.leader_epoch, self.config.auto_offset_reset, state.awaiting_reset)
+                continue
+            if p.error_code in METADATA_ERRORS:
                 self.metadata.request_update(out)
-            elif p.error_code is ErrorCode.OFFSET_NOT_AVAILABLE and state is not None:
-                # The new leader's HW has not reached its epoch's start yet (KIP-207): the
-                # reset is tried again after `retry.backoff.ms`.
-                state.retry_at_ms = self.clock.now_ms + self.config.retry_backoff_ms
-                out.set_timer("reset-retry", self.config.retry_backoff_ms)
+            # Tried again after `retry.backoff.ms` (`requestFailed`); OFFSET_NOT_AVAILABLE: the
+            # new leader's HW has not reached its epoch's start yet (KIP-207).
+            self._retry_later(out, [tp])
 
     def _list_offsets_failed(self, out: Out, correlation_id: int, request: InFlight, error: str) -> None:
-        self.list_offsets_in_flight.discard(correlation_id)
+        self._retry_later(out, sorted(request.detail))
+
+    def _retry_later(self, out: Out, partitions: list[TopicPartition]) -> None:
+        backoff = self.config.retry_backoff_ms
+        for tp in partitions:
+            state = self.subscriptions.assigned.get(tp)
+            if state is not None and state.awaiting_reset is not None:
+                state.retry_at_ms = self.clock.now_ms + backoff
+        out.set_timer("reset-retry", backoff)
 
     # ------------------------------------------------------------------ validation (KIP-320)
 
@@ -173,8 +185,7 @@ class OffsetFetcher:
                 if self.config.auto_offset_reset == "none":
                     continue
                 if undefined:
-                    state.position, state.awaiting_validation = None, False  # no epoch to go by: reset
-                    self.reset_positions(out, [tp], "LogTruncationException")
+                    self.reset_positions(out, [tp], "LogTruncationException")  # no epoch to go by
                 else:
                     self.set_position(out, tp, r.end_offset, r.leader_epoch, "truncation")
             else:

@@ -37,6 +37,13 @@ SETTINGS = (
     ),
     setting("request.timeout.ms", int, 30000, low=1),
     setting("retry.backoff.ms", int, 100, low=0),
+    setting(
+        "retry.backoff.max.ms",
+        int,
+        1000,
+        low=0,
+        doc="3.7+ (KIP-580): the cap of the exponential retry back-off; ignored before 3.7",
+    ),
     setting("default.api.timeout.ms", int, 60000, low=1, doc="how long commitSync retries"),
     setting(
         "commit",
@@ -134,6 +141,8 @@ def consumer_config(
         assignment_strategy=tuple(entry["partition.assignment.strategy"]),
         request_timeout_ms=entry["request.timeout.ms"],
         retry_backoff_ms=entry["retry.backoff.ms"],
+        retry_backoff_max_ms=entry["retry.backoff.max.ms"],
+        exponential_retry_backoff=profile.exponential_retry_backoff,
         default_api_timeout_ms=entry["default.api.timeout.ms"],
         app_commit=AppCommit(entry["commit"]),
         poll_timeout_ms=entry["poll.timeout.ms"],

@@ -42,7 +42,12 @@ class PartitionState:
     paused: bool = False
     """The application paused it (`KafkaConsumer.pause`): not fetched, nothing returned."""
     retry_at_ms: int = 0
-    """A reset refused with a retriable error waits until then (`requestFailed`)."""
+    """A reset waits until then: its ListOffsets in flight (`setNextAllowedRetry`, the request
+    timeout), or refused with a retriable error (`requestFailed`, `retry.backoff.ms`)."""
+    awaiting_reset: str | None = None
+    """`AWAIT_RESET`: the position is to come from `auto.offset.reset`, not from a committed
+    offset (no OffsetFetch is sent for it); why, for the log: `no_committed_offset`,
+    `out_of_range` or `truncation`. None otherwise."""
     awaiting_validation: bool = False
     """The leader changed: the position is checked for a truncation before it is fetched
     (`AWAIT_VALIDATION`)."""
@@ -90,13 +95,34 @@ class SubscriptionState:
     # ------------------------------------------------------------------ positions
 
     def needing_position(self, now_ms: int) -> list[TopicPartition]:
-        return [tp for tp in sorted(self.assigned) if self.assigned[tp].position is None and self.assigned[tp].retry_at_ms <= now_ms]
+        """`initializingPartitions`: no position and none awaited from a reset, so the
+        committed offset is asked for."""
+        return [
+            tp
+            for tp in sorted(self.assigned)
+            if (s := self.assigned[tp]).position is None and s.awaiting_reset is None and s.retry_at_ms <= now_ms
+        ]
+
+    def request_offset_reset(self, tp: TopicPartition, reason: str) -> None:
+        """`requestOffsetReset`: the position goes, and `auto.offset.reset` gives the next."""
+        state = self.assigned.get(tp)
+        if state is not None:
+            state.position, state.buffered, state.awaiting_validation = None, [], False
+            state.awaiting_reset, state.retry_at_ms = reason, 0
+
+    def needing_reset(self, now_ms: int) -> list[TopicPartition]:
+        """`partitionsNeedingReset`: awaiting a reset and not backing off."""
+        return [
+            tp
+            for tp in sorted(self.assigned)
+            if (s := self.assigned[tp]).awaiting_reset is not None and s.retry_at_ms <= now_ms
+        ]
 
     def seek(self, tp: TopicPartition, offset: int, epoch: int = -1) -> None:
         state = self.assigned.get(tp)
         if state is not None:
             state.position, state.position_epoch, state.buffered = offset, epoch, []
-            state.awaiting_validation = False
+            state.awaiting_validation, state.awaiting_reset = False, None
 
     def new_leaders(self, leaders: dict[TopicPartition, tuple[int, int]], *, validate: bool) -> None:
         """Metadata's leaders. A position read in an older leader epoch than the new leader's

@@ -4,8 +4,9 @@ partition, the rules that make a node ready to send, and the drain into one requ
 - A record goes into the last batch of its partition's queue if it fits in `batch.size` (a
   batch always takes its first record, however large); otherwise a new batch is created.
 - A partition is sendable when its first batch is full, or more than one batch is queued, or
-  `linger.ms` has passed since the batch was created; a retried batch waits `retry.backoff.ms`
-  after its last attempt instead.
+  `linger.ms` has passed since the batch was created; a retried batch waits its back-off after
+  its last attempt instead: `retry.backoff.ms`, or from 3.7 `retry.backoff.ms * 2^(retries
+  before)` with 20% jitter, up to `retry.backoff.max.ms` (KIP-580).
 - A ready node is drained: from each partition it leads, in a rotating order for fairness, the
   first batch, until the request would pass `max.request.size` (the first batch always goes).
 - A batch expires after `delivery.timeout.ms` from its creation (KIP-91), in the queue or in
@@ -19,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from actors.backoff import RetryBackoff
 from protocols.replication import RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD
 
 __all__ = ["ProducerBatch", "RecordAccumulator"]
@@ -38,6 +40,9 @@ class ProducerBatch:
     """Sends so far; a batch is retried with attempts > 0."""
     last_attempt_ms: int = 0
     """When it was last sent or put back to be retried (the retry back-off counts from it)."""
+    backoff_ms: int = 0
+    """The back-off of its retry: `retry.backoff.ms`, or from 3.7 its exponential back-off
+    for this attempt, drawn once when it was put back (KIP-580)."""
     closed: bool = False
     """Drained at least once: it takes no more records."""
     base_sequence: int = -1
@@ -74,10 +79,12 @@ class Ready:
 
 
 class RecordAccumulator:
-    def __init__(self, batch_size: int, linger_ms: int, retry_backoff_ms: int, record_bytes: int) -> None:
+    def __init__(self, batch_size: int, linger_ms: int, retry_backoff: RetryBackoff | int, record_bytes: int) -> None:
         self.batch_size = batch_size
         self.linger_ms = linger_ms
-        self.retry_backoff_ms = retry_backoff_ms
+        if isinstance(retry_backoff, int):
+            retry_backoff = RetryBackoff(retry_backoff, retry_backoff, exponential=False)
+        self.retry_backoff = retry_backoff
         self.record_size = record_bytes + RECORD_OVERHEAD
         self.queues: dict[int, deque[ProducerBatch]] = {}
         """Partition -> its batches, oldest first; only partitions with batches are present."""
@@ -125,9 +132,9 @@ class RecordAccumulator:
             if leader in nodes:
                 continue
             first = queue[0]
-            backing_off = first.attempts > 0 and now_ms - first.last_attempt_ms < self.retry_backoff_ms
+            backing_off = first.attempts > 0 and now_ms - first.last_attempt_ms < first.backoff_ms
             waited = now_ms - (first.last_attempt_ms if first.attempts > 0 else first.created_ms)
-            wait = self.retry_backoff_ms if backing_off else self.linger_ms
+            wait = first.backoff_ms if backing_off else self.linger_ms
             full = len(queue) > 1 or first.size_bytes + self.record_size > self.batch_size
             if (full or waited >= wait) and not backing_off:
                 nodes.add(leader)
@@ -158,7 +165,7 @@ class RecordAccumulator:
             if not queue:
                 continue
             first = queue[0]
-            if first.attempts > 0 and now_ms - first.last_attempt_ms < self.retry_backoff_ms:
+            if first.attempts > 0 and now_ms - first.last_attempt_ms < first.backoff_ms:
                 continue
             if drained and size + first.size_bytes > max_request_size:
                 self._drain_index[node] = (start + k) % len(partitions)
@@ -179,6 +186,9 @@ class RecordAccumulator:
         retried batches at the head in sequence order (`insertInSequenceOrder`)."""
         batch.attempts += 1
         batch.last_attempt_ms = now_ms
+        # `retryBackoff.backoff(attempts - 1)`: Kafka draws it again at each readiness check;
+        # here once per retry, so that the batch's wait is one value the log can show.
+        batch.backoff_ms = self.retry_backoff.backoff(batch.attempts - 1)
         batch.correlation_id = -1
         queue = self.queues.get(batch.partition)
         if queue is None:
@@ -224,5 +234,5 @@ class RecordAccumulator:
         # ProducerBatch.maybeExpire before 2.1: from creation plus linger, or from the last
         # attempt plus the back-off for a retried batch.
         if batch.attempts > 0:
-            return batch.last_attempt_ms + self.retry_backoff_ms + request_timeout_ms + 1
+            return batch.last_attempt_ms + batch.backoff_ms + request_timeout_ms + 1
         return batch.created_ms + self.linger_ms + request_timeout_ms + 1

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from actors.backoff import RetryBackoff
 from actors.core import Ctx, Inbound, Out
 from actors.producer.accumulator import RecordAccumulator
 from actors.producer.config import ProducerConfig
@@ -61,9 +62,8 @@ class Producer:
         self.time = Time()
         self.network = NetworkClient(self.time)
         self.metadata = Metadata(config, self.network)
-        self.accumulator = RecordAccumulator(
-            config.batch_size, config.linger_ms, config.retry_backoff_ms, config.record_bytes
-        )
+        self.retry_backoff = RetryBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms, config.exponential_backoff)
+        self.accumulator = RecordAccumulator(config.batch_size, config.linger_ms, self.retry_backoff, config.record_bytes)
         self.idempotence = Idempotence(epoch_bump=config.epoch_bump) if config.idempotence else None
         self.sender = Sender(
             config,
@@ -82,6 +82,7 @@ class Producer:
         self.time.now_ms = ctx.now_ms
         cfg = self.config
         self.partitioner = Partitioner(cfg.partitioning, cfg.partitions, cfg.batch_size, ctx.rng)
+        self.retry_backoff.rng = ctx.rng  # KIP-580's jitter: the producer's own seeded stream
         out = TimerCommands(ctx.now_ms, self.state.timers_due)
         if cfg.records > 0:
             self.state.next_tick_ms = max(cfg.start_ms, ctx.now_ms)

@@ -31,6 +31,10 @@ class ProducerConfig:
     """`max.in.flight.requests.per.connection`."""
     retries: int = INT_MAX
     retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1000
+    exponential_backoff: bool = False
+    """KIP-580 (3.7): a batch's retries back off exponentially up to `retry.backoff.max.ms`;
+    before, a constant `retry.backoff.ms`."""
     delivery_timeout_ms: int | None = 120000
     """KIP-91 (2.1); None before it, when a batch expires after `request.timeout.ms` in the
     accumulator and a request's retries are bounded by `retries` alone."""

@@ -6,7 +6,8 @@ built from the accumulator, their answers, retries and delivery timeouts.
   per broker. With a single request in flight a partition's next batch waits for the last
   (`guaranteeMessageOrder`).
 - A failed batch is retried while its error is retriable, `retries` allows and its
-  `delivery.timeout.ms` has not passed (KIP-91); it waits `retry.backoff.ms` first. Without
+  `delivery.timeout.ms` has not passed (KIP-91); it waits `retry.backoff.ms` first, or from
+  3.7 an exponential back-off with jitter up to `retry.backoff.max.ms` (KIP-580). Without
   idempotence a retry may write the records twice, and with more than one request in flight
   may land after a later batch. A batch expires, in the queue or in flight, once
   `delivery.timeout.ms` has passed since it was created.
@@ -303,6 +304,7 @@ class Sender:
         else:
             retriable = error in _RETRIABLE
         if retriable and batch.attempts < cfg.retries and not batch.expired(self.time.now_ms, cfg.delivery_timeout_ms):
+            self.accumulator.reenqueue(batch, self.time.now_ms, in_sequence_order=self.idempotence is not None)
             out.emit(
                 "batch_retried",
                 topic=cfg.topic,
@@ -310,9 +312,9 @@ class Sender:
                 producer=cfg.name,
                 batch=batch.id,
                 error=error.name,
-                attempt=batch.attempts + 1,
+                attempt=batch.attempts,  # the one that failed (reenqueue counted it)
+                backoff_ms=batch.backoff_ms,
             )
-            self.accumulator.reenqueue(batch, self.time.now_ms, in_sequence_order=self.idempotence is not None)
             return
         self._fail(out, batch, error.name)
 

@@ -28,6 +28,13 @@ SETTINGS = (
     setting("retries", int, None, low=0, high=INT_MAX, profile_default="retries"),
     setting("retry.backoff.ms", int, 100, low=0, doc="wait before a retry, or before asking again for a missing leader"),
     setting(
+        "retry.backoff.max.ms",
+        int,
+        1000,
+        low=0,
+        doc="3.7+ (KIP-580): the cap of a retried batch's exponential back-off; ignored before 3.7",
+    ),
+    setting(
         "delivery.timeout.ms",
         int,
         None,
@@ -123,6 +130,8 @@ def producer_config(
         max_in_flight=p["max.in.flight.requests.per.connection"],
         retries=p["retries"],
         retry_backoff_ms=p["retry.backoff.ms"],
+        retry_backoff_max_ms=p["retry.backoff.max.ms"],
+        exponential_backoff=profile.exponential_retry_backoff,
         delivery_timeout_ms=p["delivery.timeout.ms"] if version >= (2, 1, 0) else None,
         idempotence=p["enable.idempotence"],
         epoch_bump=profile.accept_unknown_producer,

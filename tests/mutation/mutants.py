@@ -18,6 +18,7 @@ RULES = "tests/scenarios/test_replication_rules.py"
 CONTROLLER = "tests/scenarios/test_controller.py"
 PRODUCER = "tests/scenarios/test_producer.py"
 WORKERS = "tests/scenarios/test_workers.py"
+CLIENT = "tests/scenarios/test_client_rules.py"
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,8 +261,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "linger_ignored",
         "a batch is sendable once linger.ms has passed since it was created, or when full (RecordAccumulator.ready)",
         "actors/producer/accumulator.py",
-        "            wait = self.retry_backoff_ms if backing_off else self.linger_ms",
-        "            wait = self.retry_backoff_ms if backing_off else 0",
+        "            wait = first.backoff_ms if backing_off else self.linger_ms",
+        "            wait = first.backoff_ms if backing_off else 0",
         (f"{PRODUCER}::test_linger_5_sends_five_times_fewer_requests_than_linger_0", "tests/unit/producer/test_accumulator.py"),
     ),
     Mutant(
@@ -753,5 +754,76 @@ MUTANTS: tuple[Mutant, ...] = (
         "            eligible.intersection_update(self.state.live_brokers)",
         "            pass",
         ("tests/scenarios/test_replication_rules_3x.py::test_kip_841_a_stopped_follower_is_not_written_into_the_isr",),
+    ),
+    Mutant(
+        "commit_sent_while_rejoining",
+        "a commit carries the generation only while the member is STABLE; while it rejoins, commitSync fails in the client and nothing is sent (ConsumerCoordinator.sendOffsetCommitRequest, generationIfStable)",
+        "actors/consumer/commits.py",
+        "        generation = m.generation_if_stable()\n",
+        "        generation = m.generation_if_stable() or (\n"
+        "            type(\"G\", (), {\"generation_id\": m.generation_id, \"member_id\": m.member_id})() if m.rebalance_in_progress() else None\n"
+        "        )\n",
+        (f"{CLIENT}::test_a_member_sends_no_commit_while_it_rejoins",),
+    ),
+    Mutant(
+        "leave_during_rebalance_revokes",
+        "from 2.6 a member leaving while a rebalance is under way reports its partitions lost, not revoked (ConsumerCoordinator.onLeavePrepare, rebalanceInProgress)",
+        "actors/consumer/consumer_coordinator.py",
+        "        return self.config.lost_on_leave_during_rebalance and m.state is not MemberState.STABLE\n",
+        "        return False\n",
+        (f"{CLIENT}::test_a_member_leaving_during_a_rebalance_loses_its_partitions_from_2_6",),
+    ),
+    Mutant(
+        "static_member_leaves_on_close",
+        "a static member never sends LeaveGroup, on close() either (KIP-345, AbstractCoordinator.maybeLeaveGroup)",
+        "actors/consumer/abstract_coordinator.py",
+        " or cfg.group_instance_id is not None or m.state is MemberState.UNJOINED:",
+        " or m.state is MemberState.UNJOINED:",
+        (f"{CLIENT}::test_a_static_member_closing_sends_no_leave_group",),
+    ),
+    Mutant(
+        "no_commit_ignores_auto_offset_reset",
+        "a partition without a committed offset starts where auto.offset.reset says (SubscriptionState.resetInitializingPositions)",
+        "actors/consumer/commits.py",
+        "                    reset.append(tp)\n",
+        "                    self.positions.set_position(out, tp, 0, -1, self.config.auto_offset_reset, \"no_committed_offset\")\n",
+        (f"{CLIENT}::test_a_position_out_of_range_is_reset_at_once_without_asking_for_the_committed_offset",),
+    ),
+    Mutant(
+        "no_epoch_bump_after_delivery_timeout",
+        "an idempotent producer bumps its epoch after a batch it sent expires (KIP-360, TransactionManager.bumpIdempotentEpochAndResetIdIfNeeded)",
+        "actors/producer/idempotence.py",
+        "        if self.epoch_bump and error != ErrorCode.UNKNOWN_PRODUCER_ID.name:\n",
+        "        if error == \"DELIVERY_TIMEOUT\":\n"
+        "            return\n"
+        "        if self.epoch_bump and error != ErrorCode.UNKNOWN_PRODUCER_ID.name:\n",
+        (f"{CLIENT}::test_an_idempotent_producer_bumps_its_epoch_after_a_delivery_timeout",),
+    ),
+    Mutant(
+        "commit_sync_waits_past_its_deadline",
+        "commitSync returns at its timer's deadline, also with an attempt in flight (ConsumerCoordinator.commitOffsetsSync, ConsumerNetworkClient.poll(future, timer))",
+        "actors/consumer/commits.py",
+        "        out.set_timer(\"commit-deadline\", timeout)\n",
+        "",
+        (f"{CLIENT}::test_commit_sync_sends_nothing_past_its_deadline_and_returns_at_it",),
+    ),
+    Mutant(
+        "kip_580_backoff_never_grows",
+        "from 3.7 a retry waits retry.backoff.ms doubled per earlier attempt up to retry.backoff.max.ms, with jitter (KIP-580, ExponentialBackoff)",
+        "actors/backoff.py",
+        "    term = initial * multiplier ** min(attempts, exp_max)\n",
+        "    term = initial * multiplier ** min(0, exp_max)\n",
+        (
+            f"{CLIENT}::test_commit_sync_retries_back_off_exponentially_from_3_7",
+            f"{CLIENT}::test_a_producer_retry_backs_off_exponentially_from_3_7",
+        ),
+    ),
+    Mutant(
+        "out_of_range_asks_offset_fetch",
+        "a partition awaiting its auto.offset.reset (after OFFSET_OUT_OF_RANGE) is not asked OffsetFetch again (SubscriptionState.requestOffsetReset, initializingPartitions)",
+        "actors/consumer/subscription_state.py",
+        "            state.awaiting_reset, state.retry_at_ms = reason, 0\n",
+        "            state.awaiting_reset, state.retry_at_ms = None, 0\n",
+        (f"{CLIENT}::test_a_position_out_of_range_is_reset_at_once_without_asking_for_the_committed_offset",),
     ),
 )

@@ -403,7 +403,7 @@ def test_a_coordinator_failover_during_a_rebalance_ends_stable_at_a_higher_gener
     [stored] = where(events, "group_assignment_stored", node="broker-3")
     assert (stored["generation_id"], stored["assignments"]) == (1, sorted([[c2, ["T-0", "T-1"]], [c1, ["T-2"]]]))
     states = [(e["ts_ms"], e["state"], e["generation_id"]) for e in where(events, "group_state_changed", node="broker-3")]
-    assert states[-2:] == [(6108, "Stable", 1), (10014, "PreparingRebalance", 1)]
+    assert states[-2:] == [(6108, "Stable", 1), (10017, "PreparingRebalance", 1)]
     [lost_join] = [e["member_id"] for e in where(events, "group_member_added", node="broker-3", generation_id=1)]
     assert where(events, "node_crashed", target="broker-3")[0]["ts_ms"] == 10_500
 
@@ -413,25 +413,25 @@ def test_a_coordinator_failover_during_a_rebalance_ends_stable_at_a_higher_gener
 
     # Broker 1 takes over and resumes the last stored generation with those offsets.
     [moved] = where(events, "leader_elected", topic="__consumer_offsets", partition=2, election="offline")
-    assert (moved["ts_ms"], moved["leader"], moved["leader_epoch"], moved["isr"]) == (16_028, 1, 1, [1, 2])
+    assert (moved["ts_ms"], moved["leader"], moved["leader_epoch"], moved["isr"]) == (16_029, 1, 1, [1, 2])
     [load] = where(events, "group_coordinator_loaded", node="broker-1", partition=2)
-    assert (load["ts_ms"], load["leader_epoch"], load["groups"]) == (16_033, 1, ["my-group"])
+    assert (load["ts_ms"], load["leader_epoch"], load["groups"]) == (16_037, 1, ["my-group"])
     assert (loaded["state"], loaded["generation_id"], sorted(loaded["members"])) == ("Stable", 1, sorted([c1, c2]))
     assert loaded["offsets"] == acknowledged
     assert lost_join != c3 and lost_join not in final["members"]
 
     # It ends Stable at generation 2 on broker 1, with the three consumers.
     [started] = where(events, "generation_started", node="broker-1")
-    assert (started["ts_ms"], started["generation_id"], started["members"]) == (16_228, 2, sorted([c1, c2, c3]))
+    assert (started["ts_ms"], started["generation_id"], started["members"]) == (16_414, 2, sorted([c1, c2, c3]))
     assert not [e for e in where(events, "generation_started") if e["generation_id"] > 2]
     assignment = {m: v["assignment"] for m, v in final["members"].items()}
     assert (final["state"], final["generation_id"], assignment) == ("Stable", 2, {c1: ["T-1"], c2: ["T-0"], c3: ["T-2"]})
     assert {e["node"]: e["coordinator"] for e in where(events, "coordinator_discovered")} == dict.fromkeys(["consumer-1", "consumer-2", "consumer-3"], 1)
 
-    # Each new owner starts from the last commit acknowledged before its OffsetFetch: the ones
-    # broker 3 acknowledged, and consumer 2's commits of T-1 on broker 1 (593, then 653).
+    # Each new owner starts from the last commit acknowledged before its OffsetFetch: broker 3's
+    # for T-2, and for T-0 and T-1 the commits broker 1 acknowledged once it took over.
     started_at = {f"{e['topic']}-{e['partition']}": (e["ts_ms"], e["offset"]) for e in where(events, "fetch_position_set", generation_id=2)}
-    assert {tp: offset for tp, (_, offset) in started_at.items()} == {"T-0": 152, "T-1": 653, "T-2": 304}
+    assert {tp: offset for tp, (_, offset) in started_at.items()} == {"T-0": 392, "T-1": 614, "T-2": 304}
     for tp, (ts, offset) in started_at.items():
         assert offset == _acknowledged(events, before_ms=ts)[tp]
     assert (checks["consumed"], checks["acked"], checks["duplicates"], checks["rebalances"]) == (2000, 2000, 0, 2)
@@ -612,7 +612,8 @@ def test_a_coordinator_moved_by_a_controlled_shutdown_loses_the_rebalance_under_
     unknown there (UNKNOWN_MEMBER_ID), so it joins from scratch with a new id; C1's JoinGroup
     starts a rebalance on broker 2 without a second commit or revocation. Broker 1 keeps
     answering until it exits at 16030, so C2's heartbeat at 13190 gets NOT_COORDINATOR from it
-    and is retried `retry.backoff.ms` later on broker 2 (REBALANCE_IN_PROGRESS): C2 commits in
+    and is retried `retry.backoff.ms` later, jittered by KIP-580, on broker 2
+    (REBALANCE_IN_PROGRESS): C2 commits in
     its `onJoinPrepare` there and rejoins. Generation 8 forms on broker 2 with the three
     members; no generation number is issued twice, every acknowledged commit is there, and
     nothing is processed twice."""
@@ -667,7 +668,9 @@ def test_a_coordinator_moved_by_a_controlled_shutdown_loses_the_rebalance_under_
     [lost] = where(events, "coordinator_lost", node="consumer-2")
     assert (lost["ts_ms"], lost["coordinator"], lost["reason"], lost["request"]) == (13200, 1, "NOT_COORDINATOR", "Heartbeat")
     [c2_prepare] = where(events, "offset_commit_sent", node="consumer-2", kind="join_prepare")
-    assert c2_prepare["ts_ms"] == 13320  # the heartbeat retried at 13300 on broker 2: REBALANCE_IN_PROGRESS
+    # The heartbeat retried 87 ms later (KIP-580: `retry.backoff.ms` with a jitter from 0.8 to
+    # 1.2), at 13287 on broker 2: REBALANCE_IN_PROGRESS.
+    assert c2_prepare["ts_ms"] == 13307
     assert [e["ts_ms"] for e in where(events, "node_stopped", target="broker-1")] == [16030]
     # C1 rejoins broker 2 without a second onJoinPrepare: no commit, no revocation.
     assert len(where(events, "offset_commit_sent", node="consumer-1", kind="join_prepare")) == 1
@@ -675,11 +678,11 @@ def test_a_coordinator_moved_by_a_controlled_shutdown_loses_the_rebalance_under_
     # Generation 8 on broker 2, by range over the sorted member ids; no number issued twice.
     assert [(e["ts_ms"], e["node"], e["generation_id"]) for e in where(events, "generation_started")] == [
         (3270, "broker-1", 7),
-        (13400, "broker-2", 8),
+        (13380, "broker-2", 8),
     ]
     members = sorted([c1, c2, c3b])
     [stored2] = where(events, "group_assignment_stored", node="broker-2")
-    assert (stored2["ts_ms"], stored2["generation_id"]) == (13460, 8)
+    assert (stored2["ts_ms"], stored2["generation_id"]) == (13440, 8)
     assert stored2["assignments"] == [[m, [f"T-{i}"]] for i, m in enumerate(members)]
 
     # Every new owner starts at the last acknowledged commit of its partition.
