@@ -1,5 +1,4 @@
-"""Consumer groups seen from the event log: duplicates with their causes, rebalances, and the
-group invariants, checked after every event like `sim.cluster.invariants`.
+"""Consumer groups seen from the event log: duplicates with their causes, and rebalances.
 
 **Duplicates.** For each record (group, partition, offset, and the leader epoch it was written
 in), every processing after the first is one duplicate (`records_processed` gives offset
@@ -45,20 +44,7 @@ Where several rows hold for one event, the first wins (a revocation with a faile
 is `commit_failed_or_fenced` even when it is cooperative). Two holds that have not ended
 processing the same offset would be `unexplained`: no run should show it.
 
-**Invariants.** `single_owner_per_partition_per_generation`: in one generation of a group, no
-partition is in two members' assignments (a static member that replaced itself hands its
-assignment to its new member id in the same generation: the old id is no longer a member; a
-group created again after it went Dead numbers its generations from 1 again).
-`consumer_reads_committed`: no record is processed at or above the highest HW its partition's
-leaders have reported (a read past the HW).
-`monotonic_committed_offset`: a group's committed offset for a partition never moves back,
-unless a member reset its position (`auto.offset.reset`), the offsets expired or were deleted
-(OffsetDelete, DeleteGroups), or the commit came from outside the group (no member,
-generation -1: the operator's `--reset-offsets`).
-`commit_accepted_only_when_valid`: a coordinator accepts a commit only as Kafka's
-`validateOffsetCommit` allows: from a member of the group's current generation while it is
-Stable or PreparingRebalance, or with generation -1 while the group is Empty: from 3.3
-(KAFKA-14201) whatever member id it names, before only with none.
+The groups' invariants are `sim.cluster.group_invariants`'s.
 """
 
 from __future__ import annotations
@@ -69,7 +55,6 @@ from typing import Any
 from actors.consumer.config import JoinPrepareCommit
 from actors.profiles import NEWEST, Version
 from sim.cluster.holds import Hold, Member, Range, replace_range, rewound
-from sim.cluster.invariants import Violation
 
 __all__ = ["GroupAccounting"]
 
@@ -100,8 +85,6 @@ _TWO_HOLDERS = "unexplained"
 class GroupAccounting:
     def __init__(self, version: Version = NEWEST) -> None:
         self._join_prepare_bug = _JOIN_PREPARE_BUGS.get(JoinPrepareCommit.for_version(version))
-        self._unmanaged_commit_to_empty = version >= (3, 3, 0)
-        """KAFKA-14201: generation -1 to an Empty group is valid whatever member id it names."""
         """The label of an eager revocation with auto-commit in this Kafka version, if its
         pre-rebalance commit has a bug."""
         self.consumed = 0
@@ -115,16 +98,12 @@ class GroupAccounting:
         """Per (group, partition): processed offset ranges [start, end) with the leader epoch
         their records were written in and the hold that processed them last, sorted and
         disjoint."""
-        self._owners: dict[tuple[str, int], dict[str, str]] = {}
-        self._max_hw: dict[str, int] = {}
         self._committed: dict[tuple[str, str], int] = {}
         self._expired: dict[tuple[str, str], int] = {}
         """The committed offset the retention sweep removed, until the group commits again."""
-        self._reset: set[tuple[str, str]] = set()
         self._rewinds: dict[tuple[str, str], tuple[int, int]] = {}
         """[new, old) committed offsets an operator's reset moved back, until a member starts
         from the new one."""
-        self._generation_members: dict[tuple[str, int], set[str]] = {}
         self._admin_resets: dict[str, list[list[Any]]] = {}
         """Per group, the offsets an operator's reset is committing now."""
         self._admin_deleted: set[tuple[str, str]] = set()
@@ -162,38 +141,21 @@ class GroupAccounting:
         self._open_span[key] = span
         self._spans.append(span)
 
-    def __call__(self, event: Mapping[str, Any]) -> list[Violation]:
-        name = event["event"]
-        handler = _HANDLERS.get(name)
-        if handler is None:
-            return []
-        return handler(self, event) or []
+    def __call__(self, event: Mapping[str, Any]) -> None:
+        handler = _HANDLERS.get(event["event"])
+        if handler is not None:
+            handler(self, event)
 
     # ------------------------------------------------------------------ events
 
     def _started(self, e: Mapping[str, Any]) -> None:
         self._members[e["node"]] = Member(e["group_id"], e["enable_auto_commit"], e["commit"] in LISTENER_COMMITS)
 
-    def _assigned(self, e: Mapping[str, Any]) -> list[Violation]:
+    def _assigned(self, e: Mapping[str, Any]) -> None:
         member = self._members.get(e["node"])
-        if member is None:
-            return []
-        for tp in e["partitions"]:
-            member.holds[tp] = Hold(e["node"], e["member_id"])
-        owners = self._owners.setdefault((e["group_id"], e["generation_id"]), {})
-        found = []
-        for tp in e["assignment"]:
-            other = owners.setdefault(tp, e["member_id"])
-            if other != e["member_id"]:
-                found.append(
-                    Violation(
-                        "single_owner_per_partition_per_generation",
-                        e["ts_ms"],
-                        e["node"],
-                        f"{tp} is assigned to {other} and {e['member_id']} in generation {e['generation_id']} of {e['group_id']}",
-                    )
-                )
-        return found
+        if member is not None:
+            for tp in e["partitions"]:
+                member.holds[tp] = Hold(e["node"], e["member_id"])
 
     def _released(self, e: Mapping[str, Any]) -> None:
         member = self._members.get(e["node"])
@@ -238,12 +200,6 @@ class GroupAccounting:
                 hold.end(label)
 
     def _member_removed(self, e: Mapping[str, Any]) -> None:
-        if e["reason"] == "replaced":
-            # A static member's new id takes over the old one's assignment in the same
-            # generation (`GroupMetadata.replaceStaticMember`): the old id owns nothing now.
-            owners = self._owners.get((e["group_id"], e["generation_id"]), {})
-            for tp in [tp for tp, owner in owners.items() if owner == e["member_id"]]:
-                del owners[tp]
         label = _REMOVALS.get(e["reason"])
         if label is None:
             return
@@ -261,61 +217,23 @@ class GroupAccounting:
         if member is not None:
             member.last_commit_error = e["error"]
 
-    def _group_member(self, e: Mapping[str, Any]) -> None:
-        if e["event"] == "group_member_added":
-            # A loaded member, or a static member's new id, belongs to the current generation.
-            key = (e["group_id"], e["generation_id"])
-            self._generation_members.setdefault(key, set()).add(e["member_id"])
-        else:
-            self._member_removed(e)
-
-    def _commit_completed(self, e: Mapping[str, Any]) -> list[Violation]:
+    def _commit_completed(self, e: Mapping[str, Any]) -> None:
+        """What a commit means for offsets read again: an operator's reset that moved them back
+        (generation -1, no member, the offsets of the reset under way)."""
         if e["error"] != "NONE":
-            return []
-        found = []
-        generation, member, state = e["generation_id"], e["member_id"], e["group_state"]
-        if generation < 0 and state == "Empty" and self._unmanaged_commit_to_empty:
-            valid = True
-        elif generation >= 0 or member:
-            valid = member in self._generation_members.get((e["group_id"], generation), ()) and state in (
-                "Stable",
-                "PreparingRebalance",
-            )
-        else:
-            valid = state == "Empty"
-        if not valid:
-            found.append(
-                Violation(
-                    "commit_accepted_only_when_valid",
-                    e["ts_ms"],
-                    e["node"],
-                    f"{e['group_id']} accepted a commit of {member or 'no member'} in generation {generation} "
-                    f"validated while {state}",
-                )
-            )
+            return
+        member, generation = e["member_id"], e["generation_id"]
         admin = self._admin_resets.get(e["group_id"]) == e["offsets"] and not member and generation < 0
         for topic, partition, offset in e["offsets"]:
             key = (e["group_id"], f"{topic}-{partition}")
             before = self._committed.get(key, -1)
-            outside = generation < 0 and not member  # the operator's reset, or a standalone client
-            if offset < before and key not in self._reset and not outside:
-                found.append(
-                    Violation(
-                        "monotonic_committed_offset",
-                        e["ts_ms"],
-                        e["node"],
-                        f"{key[0]} committed {key[1]} at {offset} after {before}",
-                    )
-                )
             if admin and offset < before:
                 self._rewinds[key] = (offset, before)
             else:
                 self._rewinds.pop(key, None)
             self._committed[key] = offset
-            self._reset.discard(key)
             self._expired.pop(key, None)
             self._admin_deleted.discard(key)
-        return found
 
     def _admin_reset_sent(self, e: Mapping[str, Any]) -> None:
         self._admin_resets[e["group_id"]] = e["offsets"]
@@ -352,7 +270,6 @@ class GroupAccounting:
             if rewind is not None and member is not None and tp in member.holds and e["offset"] < rewind[1]:
                 member.holds[tp].rewound = (e["offset"], rewind[1], "admin_reset")
             return
-        self._reset.add(key)
         if member is not None and tp in member.holds:
             # A reset re-reads under a new hold, so earlier reads by this one count as replaced.
             old = member.holds[tp]
@@ -365,22 +282,10 @@ class GroupAccounting:
                 why = "admin_reset" if key in self._admin_deleted else "offsets_expired_reset"
                 hold.rewound = (e["offset"], self._expired[key], why)
 
-    def _group_state(self, e: Mapping[str, Any]) -> None:
-        if e["previous_state"] is None and e["generation_id"] == 0:
-            # A group that comes into being with no generation (a first JoinGroup, or again
-            # after its offsets expired and it went Dead) numbers its generations from 1
-            # again: what the group's earlier life assigned no longer applies.
-            group = e["group_id"]
-            for key in [k for k in self._owners if k[0] == group]:
-                del self._owners[key]
-            for key in [k for k in self._generation_members if k[0] == group]:
-                del self._generation_members[key]
-
     def _generation(self, e: Mapping[str, Any]) -> None:
         if e["members"]:
             self.rebalances += 1
         members = set(e["members"])
-        self._generation_members[(e["group_id"], e["generation_id"])] = members
         # A member that still holds partitions but is not in the new generation, with no
         # removal logged, was lost by its coordinator: a new one loaded the group without it.
         for member in self._members.values():
@@ -389,29 +294,13 @@ class GroupAccounting:
                     if hold.member_id not in members:
                         hold.end("coordinator_failover")
 
-    def _offsets(self, e: Mapping[str, Any]) -> None:
-        if e["role"] == "leader":
-            tp = f"{e['topic']}-{e['partition']}"
-            if e["high_watermark"] > self._max_hw.get(tp, 0):
-                self._max_hw[tp] = e["high_watermark"]
-
-    def _processed_event(self, e: Mapping[str, Any]) -> list[Violation]:
+    def _processed_event(self, e: Mapping[str, Any]) -> None:
         member = self._members.get(e["node"])
         if member is None:
-            return []
+            return
         tp = f"{e['topic']}-{e['partition']}"
         start, end = e["first_offset"], e["end_offset"]
         self.consumed += end - start
-        found = []
-        if end > self._max_hw.get(tp, 0):
-            found.append(
-                Violation(
-                    "consumer_reads_committed",
-                    e["ts_ms"],
-                    e["node"],
-                    f"{tp} processed to {end} above the highest HW {self._max_hw.get(tp, 0)}",
-                )
-            )
         hold = member.holds.get(tp)
         if hold is None:
             hold = member.holds[tp] = Hold(e["node"], e["member_id"])
@@ -429,7 +318,6 @@ class GroupAccounting:
                     self.by_cause[why] = self.by_cause.get(why, 0) + hi - lo
                     self._span(e, member.group, tp, lo, hi, why)
         self._processed[(member.group, tp)] = replace_range(ranges, (start, end, epoch, hold))
-        return found
 
 
 _HANDLERS: dict[str, Any] = {
@@ -439,8 +327,7 @@ _HANDLERS: dict[str, Any] = {
     "partitions_lost": GroupAccounting._released,
     "node_crashed": GroupAccounting._crashed,
     "poll_timeout_expired": GroupAccounting._poll_timeout,
-    "group_member_added": GroupAccounting._group_member,
-    "group_member_removed": GroupAccounting._group_member,
+    "group_member_removed": GroupAccounting._member_removed,
     "offset_commit_completed": GroupAccounting._commit_completed,
     "offsets_expired": GroupAccounting._offsets_expired,
     "group_offsets_deleted": GroupAccounting._offsets_deleted,
@@ -448,8 +335,6 @@ _HANDLERS: dict[str, Any] = {
     "offset_commit_answered": GroupAccounting._commit_answered,
     "fetch_position_set": GroupAccounting._position_set,
     "generation_started": GroupAccounting._generation,
-    "group_state_changed": GroupAccounting._group_state,
-    "replica_offsets_changed": GroupAccounting._offsets,
     "records_processed": GroupAccounting._processed_event,
     "consumer_failed": GroupAccounting._failed,
     "admin_offsets_reset_sent": GroupAccounting._admin_reset_sent,

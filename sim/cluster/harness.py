@@ -34,6 +34,7 @@ from sim.cluster.faults import (
     schedule_fault,
 )
 from sim.cluster.ground_truth import log_figures, replica_logs
+from sim.cluster.group_invariants import GroupInvariants
 from sim.cluster.invariants import Invariants
 from sim.cluster.scenario import Scenario
 from sim.cluster.skips import SkipAccounting
@@ -104,6 +105,7 @@ class Cluster:
         )
         self.invariants = Invariants()
         self.kernel.observe(self.invariants)
+        self.kernel.observe(GroupInvariants(scenario.profile.version))
         self.groups = GroupAccounting(scenario.profile.version)
         self.kernel.observe(self.groups)
         self.skips = SkipAccounting()

@@ -565,7 +565,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "commit_invariant_ignores_kafka_14201",
         "commit_accepted_only_when_valid follows validateOffsetCommit by version: from 3.3 generation -1 to an Empty group is valid whoever sends it (KAFKA-14201)",
-        "sim/cluster/accounting.py",
+        "sim/cluster/group_invariants.py",
         "        self._unmanaged_commit_to_empty = version >= (3, 3, 0)\n",
         "        self._unmanaged_commit_to_empty = False\n",
         (

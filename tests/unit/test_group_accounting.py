@@ -12,6 +12,7 @@ import pytest
 
 from actors.profiles import parse_version
 from sim.cluster.accounting import GroupAccounting
+from sim.cluster.group_invariants import GroupInvariants
 from tests.properties.group_recount import recount
 
 G = "g"
@@ -244,7 +245,7 @@ def test_each_story_counts_the_same_exact_duplicates_both_ways(name: str) -> Non
 
 def _commit_violations(version: str, *, generation: int, member: str, state: str, members: tuple[str, ...] = ("m1",)) -> list[str]:
     """The invariants one accepted commit breaks, in a group whose generation 1 has `members`."""
-    accounting = GroupAccounting(parse_version(version))
+    accounting = GroupInvariants(parse_version(version))
     accounting({"ts_ms": 10, "node": "broker-1", "event": "generation_started", "group_id": G, "generation_id": 1,
                 "protocol_name": "range", "leader_member_id": members[0] if members else None, "members": list(members)})
     found = accounting({"ts_ms": 20, "node": "broker-1", "event": "offset_commit_completed", "group_id": G,

@@ -1,0 +1,182 @@
+"""The consumer groups' invariants, checked after every event like `sim.cluster.invariants`.
+
+`single_owner_per_partition_per_generation`: in one generation of a group, no partition is in
+two members' assignments (a static member that replaced itself hands its assignment to its new
+member id in the same generation: the old id is no longer a member; a group created again after
+it went Dead numbers its generations from 1 again).
+`consumer_reads_committed`: no record is processed at or above the highest HW its partition's
+leaders have reported (a read past the HW).
+`monotonic_committed_offset`: a group's committed offset for a partition never moves back,
+unless a member reset its position (`auto.offset.reset`), the offsets expired or were deleted,
+or the commit came from outside the group (generation -1 with no member: an operator's reset,
+a standalone consumer).
+`commit_accepted_only_when_valid`: a coordinator accepts a commit only as Kafka's
+`validateOffsetCommit` allows: from a member of the group's current generation while it is
+Stable or PreparingRebalance, or with generation -1 while the group is Empty: from 3.3
+(KAFKA-14201) whatever member id it names, before only with none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from actors.profiles import NEWEST, Version
+from sim.cluster.invariants import Violation
+
+__all__ = ["GroupInvariants"]
+
+Key = tuple[str, str]  # (group, "topic-partition")
+
+
+class GroupInvariants:
+    def __init__(self, version: Version = NEWEST) -> None:
+        self._unmanaged_commit_to_empty = version >= (3, 3, 0)
+        """KAFKA-14201: generation -1 to an Empty group is valid whatever member id it names."""
+        self._consumers: set[str] = set()
+        self._owners: dict[tuple[str, int], dict[str, str]] = {}
+        self._generation_members: dict[tuple[str, int], set[str]] = {}
+        self._max_hw: dict[str, int] = {}
+        self._committed: dict[Key, int] = {}
+        self._reset: set[Key] = set()
+        """Partitions a member reset since the group's last commit of them."""
+
+    def __call__(self, event: Mapping[str, Any]) -> list[Violation]:
+        handler = _HANDLERS.get(event["event"])
+        if handler is None:
+            return []
+        return handler(self, event) or []
+
+    def _started(self, e: Mapping[str, Any]) -> None:
+        self._consumers.add(e["node"])
+
+    def _assigned(self, e: Mapping[str, Any]) -> list[Violation]:
+        if e["node"] not in self._consumers:
+            return []
+        owners = self._owners.setdefault((e["group_id"], e["generation_id"]), {})
+        found = []
+        for tp in e["assignment"]:
+            other = owners.setdefault(tp, e["member_id"])
+            if other != e["member_id"]:
+                found.append(
+                    Violation(
+                        "single_owner_per_partition_per_generation",
+                        e["ts_ms"],
+                        e["node"],
+                        f"{tp} is assigned to {other} and {e['member_id']} in generation {e['generation_id']} of {e['group_id']}",
+                    )
+                )
+        return found
+
+    def _group_member(self, e: Mapping[str, Any]) -> None:
+        if e["event"] == "group_member_added":
+            # A loaded member, or a static member's new id, belongs to the current generation.
+            self._generation_members.setdefault((e["group_id"], e["generation_id"]), set()).add(e["member_id"])
+        elif e["reason"] == "replaced":
+            # A static member's new id takes over the old one's assignment in the same
+            # generation (`GroupMetadata.replaceStaticMember`): the old id owns nothing now.
+            owners = self._owners.get((e["group_id"], e["generation_id"]), {})
+            for tp in [tp for tp, owner in owners.items() if owner == e["member_id"]]:
+                del owners[tp]
+
+    def _group_state(self, e: Mapping[str, Any]) -> None:
+        if e["previous_state"] is None and e["generation_id"] == 0:
+            # A group that comes into being with no generation (a first JoinGroup, or again
+            # after its offsets expired and it went Dead) numbers its generations from 1
+            # again: what the group's earlier life assigned no longer applies.
+            group = e["group_id"]
+            for key in [k for k in self._owners if k[0] == group]:
+                del self._owners[key]
+            for key in [k for k in self._generation_members if k[0] == group]:
+                del self._generation_members[key]
+
+    def _generation(self, e: Mapping[str, Any]) -> None:
+        self._generation_members[(e["group_id"], e["generation_id"])] = set(e["members"])
+
+    def _commit_completed(self, e: Mapping[str, Any]) -> list[Violation]:
+        if e["error"] != "NONE":
+            return []
+        found = []
+        generation, member, state = e["generation_id"], e["member_id"], e["group_state"]
+        if generation < 0 and state == "Empty" and self._unmanaged_commit_to_empty:
+            valid = True
+        elif generation >= 0 or member:
+            valid = member in self._generation_members.get((e["group_id"], generation), ()) and state in (
+                "Stable",
+                "PreparingRebalance",
+            )
+        else:
+            valid = state == "Empty"
+        if not valid:
+            found.append(
+                Violation(
+                    "commit_accepted_only_when_valid",
+                    e["ts_ms"],
+                    e["node"],
+                    f"{e['group_id']} accepted a commit of {member or 'no member'} in generation {generation} "
+                    f"validated while {state}",
+                )
+            )
+        outside = generation < 0 and not member  # the operator's reset, or a standalone client
+        for topic, partition, offset in e["offsets"]:
+            key = (e["group_id"], f"{topic}-{partition}")
+            before = self._committed.get(key, -1)
+            if offset < before and key not in self._reset and not outside:
+                found.append(
+                    Violation(
+                        "monotonic_committed_offset",
+                        e["ts_ms"],
+                        e["node"],
+                        f"{key[0]} committed {key[1]} at {offset} after {before}",
+                    )
+                )
+            self._committed[key] = offset
+            self._reset.discard(key)
+        return found
+
+    def _removed(self, e: Mapping[str, Any]) -> None:
+        """Offsets expired (KIP-211) or deleted by an operator: the next commit starts the
+        partition's history again."""
+        if e.get("error", "NONE") != "NONE":
+            return
+        group = e["group_id"]
+        if e["event"] == "group_deleted":
+            gone = [k for k in self._committed if k[0] == group]
+        else:
+            gone = [(group, tp) for tp in e["partitions"]]
+        for key in gone:
+            self._committed.pop(key, None)
+
+    def _position_set(self, e: Mapping[str, Any]) -> None:
+        if e["source"] != "committed":
+            self._reset.add((e["group_id"], f"{e['topic']}-{e['partition']}"))
+
+    def _offsets(self, e: Mapping[str, Any]) -> None:
+        if e["role"] == "leader":
+            tp = f"{e['topic']}-{e['partition']}"
+            if e["high_watermark"] > self._max_hw.get(tp, 0):
+                self._max_hw[tp] = e["high_watermark"]
+
+    def _processed(self, e: Mapping[str, Any]) -> list[Violation]:
+        tp = f"{e['topic']}-{e['partition']}"
+        if e["node"] not in self._consumers or e["end_offset"] <= self._max_hw.get(tp, 0):
+            return []
+        detail = f"{tp} processed to {e['end_offset']} above the highest HW {self._max_hw.get(tp, 0)}"
+        return [Violation("consumer_reads_committed", e["ts_ms"], e["node"], detail)]
+
+
+_HANDLERS: dict[str, Any] = {
+    "consumer_started": GroupInvariants._started,
+    "partitions_assigned": GroupInvariants._assigned,
+    "group_member_added": GroupInvariants._group_member,
+    "group_member_removed": GroupInvariants._group_member,
+    "group_state_changed": GroupInvariants._group_state,
+    "generation_started": GroupInvariants._generation,
+    "offset_commit_completed": GroupInvariants._commit_completed,
+    "offsets_expired": GroupInvariants._removed,
+    "group_offsets_deleted": GroupInvariants._removed,
+    "group_deleted": GroupInvariants._removed,
+    "fetch_position_set": GroupInvariants._position_set,
+    "replica_offsets_changed": GroupInvariants._offsets,
+    "records_processed": GroupInvariants._processed,
+}
