@@ -19,17 +19,19 @@ Expected output (04_auto_commit_interval.out), and why each number is right.
 - The group forms at about 0.3 s and the commit timer starts there; a commit is made at the
   first poll after the interval has passed, and polls follow the ticks, so the cycle is the
   interval plus up to 100 ms. For 4000 and 8000 the five moments fall at spread-out points of
-  the cycle, and the mean (108, 190) is near 50/s x interval / 2 (100, 200). For 1000 and
+  the cycle, and the mean (104, 190) is near 50/s x interval / 2 (100, 200). For 1000 and
   2000 the cycle drifts by the extra milliseconds: the moments sample it unevenly, and the
-  means (29, 59) lie above 25 and 50, below the most one cycle allows (55 and 105).
-- 2000 ms at 15.4 s: 0.80 s, 40; at 18.6 s: 1.90 s, 95 (the cycle nearly over).
+  means (22, 58) fall one below 25, one above 50, and under the most one cycle allows (55
+  and 105).
+- 2000 ms at 15.4 s: 0.70 s, 35; at 18.6 s: 1.90 s, 95 (the cycle nearly over).
 - No other cause: the rebalances that follow (consumer-1's session expiry, its restart)
   revoke consumer-2's partitions after the pre-rebalance commit, so nothing else repeats.
 - With another `--seed` the latencies (1 to 5 ms) move the commits by milliseconds (and the
-  member ids, so which partition consumer-1 gets). For 4000 and 8000 a cell moves by a tick's
-  5 records at most. For 1000 and 2000 the few milliseconds add up over the many cycles
-  before the crash, and a cell can land anywhere in the cycle: with seed 2 the 1000 ms row
-  reads 25, 50, 30, 5, 35, mean 29. The mean, not the cell, is what the interval sets.
+  member ids, so which partition consumer-1 gets). For 4000 and 8000 a cell moves by a tick
+  or two (5 or 10 records: with seed 2 the 4000 ms row reads 195, 75, 155, 30, 110). For 1000
+  and 2000 the few milliseconds add up over the many cycles before the crash, and a cell can
+  land anywhere in the cycle: with seed 2 the 1000 ms row reads 30, 10, 40, 15, 45, mean 28.
+  The mean, not the cell, is what the interval sets.
 
 The same study as a sweep on Spark (one run per configuration and seed, a table and a report):
   .venv/bin/kafkasim sweep examples/04_auto_commit_interval.toml --seeds 3 \\

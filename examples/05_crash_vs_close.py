@@ -15,17 +15,17 @@ Expected output (05_crash_vs_close.out), and why each number is right.
   one: it reads from the earliest offset); its last auto-commit, at 10.41 s, committed 520.
 - crash: the coordinator last heard from consumer-1 at 10.41 s (an OffsetCommit counts as a
   heartbeat), so it removes it at 20.41 s (session_timeout) and starts a rebalance;
-  consumer-2 learns of it from its next heartbeat (they go at 0.31 + 3k s: 21.31 s), rejoins,
-  and gets both partitions at 21.335 s: T-1 went 9335 ms without an owner. It starts T-1 at
-  the committed 520 and processes 520 to 600 again: 80 crash_before_commit.
+  consumer-2 learns of it from its next heartbeat (they go at 0.295 + 3k s: 21.295 s),
+  rejoins, and gets both partitions at 21.335 s: T-1 went 9335 ms without an owner. It starts
+  T-1 at the committed 520 and processes 520 to 600 again: 80 crash_before_commit.
 - close: the application was waiting in poll(), so close() runs at once: a synchronous
   commit of 600, answered at 12008 ms, then onPartitionsRevoked and LeaveGroup: the
-  coordinator removes it at 12010 ms. consumer-2's heartbeat of 12.31 s gets
+  coordinator removes it at 12010 ms. consumer-2's heartbeat of 12.295 s gets
   REBALANCE_IN_PROGRESS; it rejoins and has T-1 at 12327 ms, 327 ms after the call, from 600:
   no duplicates. The wait is the phase of consumer-2's heartbeats, up to 3 s.
 - unsubscribe: LeaveGroup at once, with no commit to wait for (removed at 12003 ms), and
-  about as fast (334 ms: the network's latencies differ); but consumer-2 starts at 520 and processes 80 records again,
-  unsubscribe_without_commit.
+  about as fast (334 ms: the network's latencies differ); but consumer-2 starts at 520 and
+  processes 80 records again, unsubscribe_without_commit.
 - Two rebalances in each: generation 1, then generation 2 with consumer-2 alone.
 
 The same study as a sweep on Spark (one run per call and seed):

@@ -14,38 +14,38 @@ learns it lost the partition only then. Every record it processed since its last
 processed twice, and so is every record both read while it was a zombie.
 
 Expected output (06_slow_poll_zombie.out), and why each number is right. Consumer-1's last
-auto-commit before 12 s is at 10.41 s (10.31 s for the static one): T-1 at 520 (T-0 at 515).
+auto-commit before 12 s is at 10.505 s (10.405 s for the static one): T-1 at 525 (T-0 at 520).
 - stall: its last poll began at 11.906 s; at 19.906 s (+8000) the heartbeat thread sends
-  LeaveGroup (removed 19909 ms, leave). consumer-2 learns of the rebalance from its heartbeat
-  at 21.31 s and starts T-1 at 520; consumer-1 had processed up to 600: 80
+  LeaveGroup (removed 19910 ms, leave). consumer-2 learns of the rebalance from its heartbeat
+  at 21.29 s and starts T-1 at 525; consumer-1 had processed up to 600: 75
   poll_interval_exceeded. At 27 s the stall ends: the pre-rebalance auto-commit fails in the
   client (COMMIT_FAILED: out of its generation), T-1 is lost, and it joins as a new member:
   generation 3. Three rebalances.
-- slow: the poll of 12.006 s returns 5 records (2.5 s at 500 ms), the poll of 14.506 s 20
-  (10 s): at 22.506 s, 8000 ms after that poll, LeaveGroup (removed 22507 ms). consumer-2
-  starts T-1 at 520 at 24.35 s; consumer-1 finishes its batch at 24.514 s, having processed
-  605 to 625 while a zombie: 625 - 520 = 105 poll_interval_exceeded. COMMIT_FAILED at its next
+- slow: the poll of 12.008 s returns 5 records (2.5 s at 500 ms), the poll of 14.508 s 20
+  (10 s): at 22.508 s, 8000 ms after that poll, LeaveGroup (removed 22510 ms). consumer-2
+  starts T-1 at 525 at 24.35 s; consumer-1 finishes its batch at 24.514 s, having processed
+  605 to 625 while a zombie: 625 - 525 = 100 poll_interval_exceeded. COMMIT_FAILED at its next
   poll, as for the stall; three rebalances.
 - zombie: no poll timeout (it keeps polling); its heartbeats stop reaching broker-1. The
-  coordinator last heard from it at 10.41 s (its commit) and removes it at 20.41 s
-  (session_timeout). The client gives up its coordinator at 19.29 s, 10 s after its last
+  coordinator last heard from it at 10.509 s (its commit) and removes it at 20.509 s
+  (session_timeout). The client gives up its coordinator at 19.30 s, 10 s after its last
   answered heartbeat, failing its commit in flight (DISCONNECTED); its FindCoordinator goes to
   broker-1 (the broker it tries next with this seed) and is held in the cut, as TCP holds it.
-  Meanwhile it goes on reading T-1 from broker-2, and so does consumer-2 from 21.34 s, at 520.
+  Meanwhile it goes on reading T-1 from broker-2, and so does consumer-2 from 21.35 s, at 525.
   The cut is lifted at 27 s: the held FindCoordinator goes on, the zombie finds broker-1 at
-  27.008 s, its auto-commit is refused UNKNOWN_MEMBER_ID (27.016 s), it resets, its
-  pre-rebalance commit fails in the client (COMMIT_FAILED) and it rejoins. Duplicates: 520 to
-  1085, where it had got when consumer-2 caught up (21.6 s), then every T-1 record both read
-  until 27.016 s, 1085 to 1355: 565 + 270 = 835 expelled_session_timeout. With seed 2 it asks
-  broker-2 and is told broker-1 again (19.41 s); its commits and heartbeats to broker-1 are
-  held until 27 s, and the first held commit is refused at 27.007 s: 830 duplicates. Either
-  way it lasts as long as the cut (under `request.timeout.ms`, which would close the
-  connection and lose what it held).
+  27.008 s, its auto-commit is refused UNKNOWN_MEMBER_ID (27.012 s), it resets, its
+  pre-rebalance commit fails in the client (COMMIT_FAILED) and it rejoins. Duplicates: 525 to
+  1075, where it had got when consumer-2 caught up (21.4 s), then every T-1 record both read
+  until 27.01 s, 1075 to 1355: 550 + 280 = 830 expelled_session_timeout. With seed 2 it asks
+  broker-2 and is told broker-1 again (19.41 s); its heartbeats and commits to broker-1 are
+  held until 27 s, a held heartbeat's UNKNOWN_MEMBER_ID resets it at 27.007 s and its held
+  commits are refused at 27.009 s: 825 duplicates. Either way it lasts as long as the cut
+  (under `request.timeout.ms`, which would close the connection and lose what it held).
 - static: the poll timeout at 19.906 s resets the member in the client and sends nothing; the
   coordinator keeps it (its session would run out at 28.29 s, 10 s after its last heartbeat).
   At 27 s its commit fails in the client (COMMIT_FAILED), it joins with its instance id and
-  replaces its old member id (27003 ms, replaced) in generation 1, with T-0 again and no
-  rebalance: one generation in all. It re-reads T-0 from 515 itself, up to 605: 90
+  replaces its old member id (27002 ms, replaced) in generation 1, with T-0 again and no
+  rebalance: one generation in all. It re-reads T-0 from 520 itself, up to 600: 80
   static_poll_timeout_self_replay.
 
 The same study as a sweep on Spark (one run per fault kind and seed):

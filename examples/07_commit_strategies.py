@@ -30,7 +30,7 @@ Expected output (07_commit_strategies.out), and why each number is right. Genera
 - commitAsync: the same commits, not waited for; each landed here (no error, no rebalance in
   between to refuse one), so nothing repeats either; 794 here too.
 - on_revoke: commits only when partitions are revoked: consumer-2's in close() at 15 s,
-  consumer-1's and consumer-3's in the rebalance at 15.31 s, consumer-3's at 36.33 s: 4. The
+  consumer-1's and consumer-3's in the rebalance at 15.31 s, consumer-3's at 36.34 s: 4. The
   crash revokes nothing: consumer-3 re-reads T-2 from 770, committed at 15.31 s: 480
   crash_before_commit.
 - none: nothing is ever committed. In generation 2 every partition starts at 0 again, the
