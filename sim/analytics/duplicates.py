@@ -239,6 +239,9 @@ def _hold_labels(t: DataFrame, events: DataFrame, consumers: DataFrame) -> DataF
         "run", "ln", "group_id", "member_id", removal.alias("label")
     ).where(F.col("label").isNotNull()).alias("e")
     generations = events.where(F.col("event") == "generation_started").select("run", "ln", "group_id", "members").alias("e")
+    # Another member assigned the partition while this hold lasts: its member had not rejoined.
+    names = F.explode(F.from_json("partitions", ArrayType(StringType()))).alias("tp")
+    given = consumers.where(F.col("event") == "partitions_assigned").select("run", "ln", "node", "c_group", names).alias("e")
     key = ["run", "node", "tp", "hold"]
     found = [
         holds.where(F.col("exit_label").isNotNull()).select(*key, F.col("exit_ln").alias("at"), F.col("exit_label").alias("label")),
@@ -258,6 +261,14 @@ def _hold_labels(t: DataFrame, events: DataFrame, consumers: DataFrame) -> DataF
             & ~F.array_contains(F.col("e.members"), F.col("h.member"))
             & inside("e"),
         ).select(*[F.col(f"h.{k}") for k in key], F.col("e.ln").alias("at"), F.lit("coordinator_failover").alias("label")),
+        h.join(
+            given,
+            (F.col("h.run") == F.col("e.run"))
+            & (F.col("h.group") == F.col("e.c_group"))
+            & (F.col("h.tp") == F.col("e.tp"))
+            & (F.col("h.node") != F.col("e.node"))
+            & inside("e"),
+        ).select(*[F.col(f"h.{k}") for k in key], F.col("e.ln").alias("at"), F.lit("poll_interval_exceeded").alias("label")),
     ]
     labels = found[0]
     for more in found[1:]:

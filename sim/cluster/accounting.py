@@ -18,6 +18,7 @@ processing) and the duplicate takes the label that made it one:
 | the coordinator removed it for its session | `expelled_session_timeout` |
 | a poll timeout (dynamic member; LeaveGroup) | `poll_interval_exceeded` |
 | the coordinator removed it for not rejoining within the rebalance timeout (its `max.poll.interval.ms`) | `poll_interval_exceeded` |
+| another member was assigned the partition while it held it, not having rejoined (a static member the rebalance kept without it) | `poll_interval_exceeded` |
 | a poll timeout (static member; no rebalance) | `static_poll_timeout_self_replay` |
 | the coordinator replaced its static member id with another process's (the same `group.instance.id`): it is fenced | `commit_failed_or_fenced` |
 | `unsubscribe()` | `unsubscribe_without_commit` |
@@ -153,9 +154,17 @@ class GroupAccounting:
 
     def _assigned(self, e: Mapping[str, Any]) -> None:
         member = self._members.get(e["node"])
-        if member is not None:
-            for tp in e["partitions"]:
-                member.holds[tp] = Hold(e["node"], e["member_id"])
+        if member is None:
+            return
+        for tp in e["partitions"]:
+            member.holds[tp] = Hold(e["node"], e["member_id"])
+        # Another member that still holds one of these did not rejoin (a static member is kept
+        # in the group without rejoining): the rebalance gave its partition away meanwhile.
+        for other in self._members.values():
+            if other is not member and other.group == member.group:
+                for tp in e["partitions"]:
+                    if tp in other.holds:
+                        other.holds[tp].end("poll_interval_exceeded")
 
     def _released(self, e: Mapping[str, Any]) -> None:
         member = self._members.get(e["node"])

@@ -20,6 +20,7 @@ The rules (Kafka's at-least-once delivery, as the summary's `duplicates_by_cause
   | `group_member_removed` of its member for `not_rejoined` (the rebalance timeout is `max.poll.interval.ms`) | `poll_interval_exceeded` |
   | `group_member_removed` of its member for `replaced` (another process took its `group.instance.id`) | `commit_failed_or_fenced` |
   | `poll_timeout_expired` on the consumer (static member: no rebalance) | `poll_interval_exceeded` (`static_poll_timeout_self_replay`) |
+  | `partitions_assigned` of the partition to another member of the group (it had not rejoined) | `poll_interval_exceeded` |
   | `partitions_revoked` or `partitions_lost` for `unsubscribe` | `unsubscribe_without_commit` |
   | `partitions_revoked` for an eager `rebalance` with auto-commit, in 3.2.0 or 3.2.1 to 3.2.2 | `kafka_14024`, `kafka_14196` |
   | a revocation or loss after the member's last commit failed for its coordinator (moved, unknown or unreachable) | `coordinator_failover` |
@@ -169,6 +170,9 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
         if name == "partitions_assigned":
             for tp in e["partitions"]:
                 consumer.holds[tp] = Hold(e["node"], e["member_id"])
+                for other in consumers.values():
+                    if other is not consumer and other.group == consumer.group and tp in other.holds:
+                        _end_all((other.holds[tp],), "poll_interval_exceeded")
         elif name in ("partitions_revoked", "partitions_lost"):
             label = _release_label(consumer, name, e["reason"], bug)
             for tp in e["partitions"]:

@@ -5,7 +5,8 @@ several causes, so the comparison is not one of zeros.
 
 It is a safe configuration (3.9, acks=all, replication factor 3, min.insync.replicas 2,
 idempotence, `auto.offset.reset=earliest`, processing on the poll thread), so whatever the
-faults and the commit strategy, the group skips nothing and processes nothing the log loses.
+faults and the commit strategy, the group skips nothing, and processes nothing the log loses
+unless the brokers lost acknowledged records (two power losses moments apart).
 
 CI runs 50 seeds; `KAFKASIM_SWARM_EXAMPLES=200 .venv/bin/python -m pytest
 tests/properties/test_group_recount.py` runs 200. A failure prints the seed's scenario, which
@@ -77,7 +78,9 @@ def test_the_faults_produce_duplicates_of_several_causes(outcome: Callable[[int]
 def test_a_safe_group_skips_nothing_and_loses_nothing_it_processed(seed: int, outcome: Callable[[int], Outcome]) -> None:
     summary, _ = outcome(seed)
     assert (summary["skipped"], summary["skipped_by_cause"], summary["skip_spans"]) == (0, {}, []), plan(seed)
-    assert summary["processed_then_lost"] == 0, plan(seed)
+    # Records the brokers lost (two replicas losing power moments apart: Kafka does not fsync
+    # on acknowledging) may have been processed first; nothing else is processed then lost.
+    assert summary["processed_then_lost"] == 0 or summary["lost_acked"] > 0, plan(seed)
 
 
 def test_the_seeds_try_every_commit_strategy() -> None:
