@@ -371,17 +371,16 @@ def test_generation_minus_one_to_an_empty_group_is_stored_whoever_sends_it_from_
     (1301) commit to the Empty group. 3.2.3 looks for that member in a group with none and
     answers each UNKNOWN_MEMBER_ID at once (1101, 1301: nothing written); 3.3 stores them once
     replicated (1105, 1305), and the commit invariant agrees with the coordinator in both."""
-    c1 = Client(
-        [
-            (1000, COORDINATOR_1, unmanaged_commit("", None, {0: 5})),
-            (1100, COORDINATOR_1, unmanaged_commit("", "i-1", {1: 6})),
-            (1300, COORDINATOR_1, unmanaged_commit("consumer-my-group-1-x", None, {2: 7})),
-            (1500, COORDINATOR_1, FETCH),
-        ]
-    )
+    plan: Plan = [
+        (1000, COORDINATOR_1, unmanaged_commit("", None, {0: 5})),
+        (1100, COORDINATOR_1, unmanaged_commit("", "i-1", {1: 6})),
+        (1300, COORDINATOR_1, unmanaged_commit("consumer-my-group-1-x", None, {2: 7})),
+        (1500, COORDINATOR_1, FETCH),
+    ]
     with _versioned(version) as cluster:
-        events = _start(cluster, c1=c1)
+        events, clients = _start(cluster, c1=plan)
         cluster.run(until_ms=1600)
+    c1 = clients["c1"]
     assert [p.error_code for p in at(c1, OffsetCommitResponse, 1006).partitions] == [E.NONE]
     for t in answered:
         assert [p.error_code for p in at(c1, OffsetCommitResponse, t).partitions] == [error]
@@ -403,31 +402,27 @@ def max_size_story(version: str) -> tuple[Client, Client, list[dict[str, Any]]]:
     """`group.max.size` = 1. C1 and C2 both get a member id while the group is Empty; C1 joins
     with it at 1201 (PreparingRebalance), C2 at 1301. C1 assigns at 8000; broker 1 crashes at
     9000, broker 2 loads the group at 14032, C2 rejoins at 16101 and C1 at 16201."""
-    c1 = Client(
-        [
-            (1000, broker_address(1), FIND),
-            (1100, lambda c: c.coordinator, join()),
-            (1200, lambda c: c.coordinator, rejoin),
-            (8000, COORDINATOR_1, sync(lambda c: {c.member_id: (0, 1, 2)})),
-            (16050, broker_address(2), FIND),
-            (16200, lambda c: c.coordinator, rejoin),
-        ]
-    )
-    c2 = Client(
-        [
-            (1000, broker_address(1), FIND),
-            (1110, lambda c: c.coordinator, join()),
-            (1300, lambda c: c.coordinator, rejoin),
-            (16050, broker_address(3), FIND),
-            (16100, lambda c: c.coordinator, rejoin),
-        ]
-    )
+    c1: Plan = [
+        (1000, 1, FIND),
+        (1100, coordinator, join()),
+        (1200, coordinator, rejoin),
+        (8000, COORDINATOR_1, sync(lambda c: {member_id(c): (0, 1, 2)})),
+        (16050, 2, FIND),
+        (16200, coordinator, rejoin),
+    ]
+    c2: Plan = [
+        (1000, 1, FIND),
+        (1110, coordinator, join()),
+        (1300, coordinator, rejoin),
+        (16050, 3, FIND),
+        (16100, coordinator, rejoin),
+    ]
     with _versioned(version, "broker.group.max.size=1") as cluster:
-        events = _start(cluster, c1=c1, c2=c2)
+        events, clients = _start(cluster, c1=c1, c2=c2)
         cluster.run(until_ms=9000)
         cluster.crash("broker-1")
         cluster.run(until_ms=16300)
-    return c1, c2, events
+    return clients["c1"], clients["c2"], events
 
 
 def _pending_id(c: Client) -> str:
@@ -449,7 +444,7 @@ def test_from_2_6_the_join_refuses_a_member_id_beyond_group_max_size_and_the_loa
         (1301, "broker-1", _pending_id(c2))
     ]
     generations = [(e["ts_ms"], e["node"], e["generation_id"], e["members"]) for e in where(events, "generation_started")]
-    assert generations == [(4201, "broker-1", 1, [c1.member_id]), (16201, "broker-2", 2, [c1.member_id])]
+    assert generations == [(4201, "broker-1", 1, [member_id(c1)]), (16201, "broker-2", 2, [member_id(c1)])]
     [loaded] = where(events, "group_state_changed", node="broker-2", previous_state=None)
     assert (loaded["ts_ms"], loaded["state"]) == (14032, "Stable")
     assert at(c2, JoinGroupResponse, 16102).error_code is E.GROUP_MAX_SIZE_REACHED
@@ -467,15 +462,15 @@ def test_before_2_6_a_pending_member_gets_past_group_max_size_and_a_loaded_group
     assert at(c2, JoinGroupResponse, 7202).error_code is E.NONE
     generations = [(e["ts_ms"], e["node"], e["generation_id"], e["members"]) for e in where(events, "generation_started")]
     assert generations == [
-        (7201, "broker-1", 1, sorted([c1.member_id, c2.member_id])),
-        (16201, "broker-2", 2, [c1.member_id]),
+        (7201, "broker-1", 1, sorted([member_id(c1), member_id(c2)])),
+        (16201, "broker-2", 2, [member_id(c1)]),
     ]
     states = [(e["ts_ms"], e["previous_state"], e["state"]) for e in where(events, "group_state_changed", node="broker-2", group_id=GROUP)]
     assert states[:2] == [(14032, None, "Stable"), (14032, "Stable", "PreparingRebalance")]
     refused = at(c2, JoinGroupResponse, 16102)
     assert (refused.error_code, refused.member_id) == (E.GROUP_MAX_SIZE_REACHED, "")
     assert [(e["ts_ms"], e["node"], e["member_id"]) for e in where(events, "group_member_removed")] == [
-        (16101, "broker-2", c2.member_id)
+        (16101, "broker-2", member_id(c2))
     ]
 
 

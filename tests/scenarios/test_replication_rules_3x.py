@@ -91,7 +91,10 @@ def test_kip_841_a_stopped_follower_is_not_written_into_the_isr(version: str) ->
     - 3.9: the same; and from 3.6 a caught-up replica outside the ISR holds the HW back
       (KAFKA-15021) only while it is eligible (`isReplicaIsrEligible`): broker 1 was caught up
       when it exited, but the metadata cache no longer lists it, so it holds nothing (else the
-      HW would stay at 502 for `replica.lag.time.max.ms`)."""
+      HW would stay at 502 for `replica.lag.time.max.ms`). The HW follows the producer to 799
+      of LEO 800: the last record, appended at 7993, is fetched by broker 3 at 7996, and the
+      fetch that would tell the leader so comes after the run's end (8000); KIP-580's jittered
+      back-off of the batch retried at 5027 moved the network's draws."""
     events, view, checks = run_cluster(STOPPING_FOLLOWER.replace("VERSION", version).replace("AT", "5012"))
     if version == "3.2":
         assert isr_story(events, 5012) == [(5055, "isr_expanded", [1, 2, 3])]
@@ -104,7 +107,8 @@ def test_kip_841_a_stopped_follower_is_not_written_into_the_isr(version: str) ->
         ]
         [rejected] = [e for e in events if e["event"] == "alter_partition_rejected"]
         assert (rejected["node"], rejected["broker_id"], rejected["partition"]) == ("broker-2", 2, 0)
-        assert (view["isr"], view["high_watermark"], view["log_end_offset"]) == ([2, 3], 800, 800)
+        high_watermark = 799 if version == "3.9" else 800
+        assert (view["isr"], view["high_watermark"], view["log_end_offset"]) == ([2, 3], high_watermark, 800)
         assert checks["acked"] == 799
     assert checks["lost_acked"] == 0
 

@@ -59,36 +59,37 @@ def _processed(events: list[dict[str, Any]], node: str, partition: int) -> list[
 
 def test_a_full_queue_pauses_the_waiting_partitions_and_poll_goes_on(fetches: list[Fetch]) -> None:
     """One worker at 20 ms a record against 100 records a second, a queue of 40 records. The
-    hand-off at 3134 ms leaves 40 records of T-2 waiting: T-2 is paused; at 3136 ms T-0's
+    hand-off at 3132 ms leaves 40 records of T-2 waiting: T-2 is paused; at 3133 ms T-0's nine
     records join them, and T-0 is paused too. No fetch carries a paused partition. The worker
-    takes the queue's last task at 4092 ms; the next poll() (4136 ms, the poll loop's 100 ms
-    cadence) resumes both: T-2's records buffered meanwhile are returned at once (kept since
-    KAFKA-7548), which fills the queue again, and T-0 is fetched again from offset 9 at 4149 ms.
-    A stall of the workers from 5000 ms for 3000 ms holds T-2's task begun at 4936 ms until
-    8336 ms (4936 + 20 x 20 + 3000), while the poll thread polls on: with
+    takes the queue's last task (T-0's) at 4332 ms; the next poll() (4333 ms, the poll loop's
+    100 ms cadence) resumes both: T-2's records buffered meanwhile are returned at once (kept
+    since KAFKA-7548), which fills the queue again, and T-0 is fetched again from offset 9 at
+    4649 ms, with T-3, once broker 1 answered the fetch of T-3 it held since 4145 ms
+    (`fetch.max.wait.ms`). A stall of the workers from 5000 ms for 3000 ms holds T-2's task
+    begun at 4912 ms until 8312 ms (4912 + 20 x 20 + 3000), while the poll thread polls on: with
     `max.poll.interval.ms` = 1000 the member is never timed out, and the group never rebalances."""
     stall = '\n[[faults]]\nkind = "stall"\nnode = "consumer-1"\n"at.ms" = 5000\n"duration.ms" = 3000\n'
     events, checks = run(scenario(ONE, stall, records=600, duration=20_000))
-    assert _pauses(events, 8355) == [
-        (3134, "paused", ["T-2"], 40),
-        (3136, "paused", ["T-0"], 41),
-        (4136, "resumed", ["T-0", "T-2"], 0),
-        (4136, "paused", ["T-2"], 40),
-        (4155, "paused", ["T-0"], 60),
-        (8355, "resumed", ["T-0", "T-2"], 0),
-        (8355, "paused", ["T-0"], 40),
-        (8355, "paused", ["T-2"], 60),
+    assert _pauses(events, 8356) == [
+        (3132, "paused", ["T-2"], 40),
+        (3133, "paused", ["T-0"], 49),
+        (4333, "resumed", ["T-0", "T-2"], 0),
+        (4333, "paused", ["T-2"], 40),
+        (4656, "paused", ["T-0"], 40),
+        (8356, "resumed", ["T-0", "T-2"], 0),
+        (8356, "paused", ["T-0"], 40),
+        (8356, "paused", ["T-2"], 60),
     ]
     # Fetches stop for a paused partition and start again after its resume.
-    paused = {0: [(3136, 4136), (4155, 8355)], 2: [(3134, 4136), (4136, 8355)]}
+    paused = {0: [(3133, 4333), (4656, 8356)], 2: [(3132, 4333), (4333, 8356)]}
     for ts, _, parts in fetches:
         for partition, _ in parts:
             assert not any(lo <= ts < hi for lo, hi in paused.get(partition, [])), (ts, partition)
     t0 = [(ts, broker, offset) for ts, broker, parts in fetches for p, offset in parts if p == 0]
-    assert [f for f in t0 if 3100 <= f[0] <= 4200] == [(3126, 1, 0), (3132, 1, 8), (4149, 1, 9)]
+    assert [f for f in t0 if 3100 <= f[0] <= 4700] == [(3125, 1, 0), (4649, 1, 9)]
     # The worker's tasks of T-2, one at a time; the stall holds the one in hand.
     assert _processed(events, "consumer-1", 2)[:5] == [
-        (3692, 0, 20), (4092, 20, 40), (4536, 40, 60), (4936, 60, 80), (8336, 80, 100)
+        (3532, 0, 20), (3932, 20, 40), (4332, 40, 60), (4912, 60, 80), (8312, 80, 100)
     ]
     assert where(events, "poll_timeout_expired") == where(events, "group_member_removed") == []
     assert (checks["consumed"], checks["acked"], checks["duplicates"], checks["rebalances"]) == (600, 600, 0, 1)
@@ -96,32 +97,32 @@ def test_a_full_queue_pauses_the_waiting_partitions_and_poll_goes_on(fetches: li
 
 def test_before_2_4_a_paused_partitions_fetched_records_are_dropped_and_fetched_again(fetches: list[Fetch]) -> None:
     """The same consumer on 2.3 (whose producer spreads records round robin): every partition
-    is paused by 3144 ms; records fetched beyond what poll() returned are dropped (before
+    is paused by 3143 ms; records fetched beyond what poll() returned are dropped (before
     KAFKA-7548, `fetchRecords` discards a paused partition's completed fetch). So at the resume
-    (5144 ms) poll() has nothing buffered to return, and every partition is fetched again at
-    once from its position: T-1 from 60, the others from 20. From 2.4 the buffered records
+    (5143 ms) poll() has nothing buffered to return, and every partition is fetched again at
+    once from its position: T-0 from 60, the others from 20. From 2.4 the buffered records
     would be returned without a fetch (the test above: T-2 paused again at the resume)."""
     events, checks = run(scenario(ONE, records=600, duration=20_000, version="2.3"))
-    assert _pauses(events, 5152) == [
-        (3141, "paused", ["T-1"], 40),
-        (3142, "paused", ["T-0"], 60),
-        (3142, "paused", ["T-3"], 80),
-        (3144, "paused", ["T-2"], 100),
-        (5144, "resumed", ["T-0", "T-1", "T-2", "T-3"], 0),
-        (5149, "paused", ["T-2"], 40),
-        (5151, "paused", ["T-1"], 60),
-        (5152, "paused", ["T-0"], 80),
-        (5152, "paused", ["T-3"], 100),
+    assert _pauses(events, 5149) == [
+        (3143, "paused", ["T-0"], 40),
+        (3143, "paused", ["T-3"], 60),
+        (3143, "paused", ["T-2"], 80),
+        (3143, "paused", ["T-1"], 100),
+        (5143, "resumed", ["T-0", "T-1", "T-2", "T-3"], 0),
+        (5149, "paused", ["T-0"], 40),
+        (5149, "paused", ["T-3"], 60),
+        (5149, "paused", ["T-1"], 80),
+        (5149, "paused", ["T-2"], 100),
     ]
-    assert [f for f in fetches if f[0] <= 5144] == [
-        (3136, 2, [(1, 0)]),
-        (3137, 3, [(2, 0)]),
-        (3138, 1, [(0, 0), (3, 0)]),
-        (5144, 1, [(0, 20), (3, 20)]),
-        (5144, 2, [(1, 60)]),
-        (5144, 3, [(2, 20)]),
+    assert [f for f in fetches if f[0] <= 5143] == [
+        (3137, 2, [(1, 0)]),
+        (3137, 1, [(0, 0), (3, 0)]),
+        (3138, 3, [(2, 0)]),
+        (5143, 1, [(0, 60), (3, 20)]),
+        (5143, 2, [(1, 20)]),
+        (5143, 3, [(2, 20)]),
     ]
-    assert _processed(events, "consumer-1", 1)[:4] == [(3541, 0, 20), (3941, 20, 40), (4341, 40, 60), (6741, 60, 80)]
+    assert _processed(events, "consumer-1", 0)[:4] == [(3543, 0, 20), (3943, 20, 40), (4343, 40, 60), (5943, 60, 80)]
     assert (checks["consumed"], checks["acked"], checks["duplicates"]) == (600, 600, 0)
 
 
@@ -166,8 +167,8 @@ def _log_ends(events: list[dict[str, Any]]) -> dict[int, int]:
 
 def test_auto_commit_with_workers_skips_what_was_returned_but_not_processed() -> None:
     """Auto-commit commits the positions, what poll() returned, whatever the workers finished.
-    consumer-1's last auto-commit, at 9126 ms, commits T-2 at 200 while its worker had finished
-    T-2 up to 140 (the task [120, 140) done at 8926 ms); it finishes nothing more before its
+    consumer-1's last auto-commit, at 9125 ms, commits T-2 at 200 while its worker had finished
+    T-2 up to 140 (the task [120, 140) done at 8925 ms); it finishes nothing more before its
     crash at 9200 ms, so the queue and the task in hand die with it. Generation 2 gives T-2 to
     consumer-2 from 200: [140, 200) is never processed. consumer-2 loses records too: its
     pre-rebalance auto-commit commits T-0 at its position, 516, and `onPartitionsRevoked` drops
@@ -176,8 +177,8 @@ def test_auto_commit_with_workers_skips_what_was_returned_but_not_processed() ->
     commits = {e["commit_id"]: e for e in where(events, "offset_commit_sent", node="consumer-1")}
     answered = [a for a in where(events, "offset_commit_answered", node="consumer-1", error="NONE") if a["ts_ms"] < 9200]
     last = commits[answered[-1]["commit_id"]]
-    assert (last["ts_ms"], last["kind"], last["offsets"]) == (9126, "auto", [["T", 2, 200], ["T", 3, 0]])
-    assert _processed(events, "consumer-1", 2)[-2:] == [(8526, 100, 120), (8926, 120, 140)]
+    assert (last["ts_ms"], last["kind"], last["offsets"]) == (9125, "auto", [["T", 2, 200], ["T", 3, 0]])
+    assert _processed(events, "consumer-1", 2)[-2:] == [(8525, 100, 120), (8925, 120, 140)]
     taken = {e["partition"]: (e["offset"], e["source"]) for e in where(events, "fetch_position_set", node="consumer-2", generation_id=2)}
     assert taken == {0: (516, "committed"), 1: (152, "committed"), 2: (200, "committed"), 3: (0, "committed")}
     ends = _log_ends(events)
@@ -194,31 +195,31 @@ def test_auto_commit_with_workers_skips_what_was_returned_but_not_processed() ->
 def test_committing_what_the_workers_processed_skips_nothing() -> None:
     """The same crash with `commit = "processed"` and no auto-commit: before each poll the
     application commits the offsets after the records its workers finished (consumer-1's last,
-    at 8926 ms, T-2 at 140, as its worker finished [120, 140)), so consumer-2 takes T-2 over
-    from 140. consumer-2's `onPartitionsRevoked` (the group rebalances from 15090 ms, once
-    consumer-1's session expired) waits for its worker to finish what it was given of T-0 and
-    T-1, [102, 152) and [342, 382), then commits 382 and 152 (16822 ms) before the revocation
-    (16842 ms). Every record is processed, none twice: consumer-1 finished nothing after its
-    last commit."""
+    at 8925 ms, T-2 at 140, as its worker finished [120, 140)), so consumer-2 takes T-2 over
+    from 140. consumer-2's `onPartitionsRevoked` (the group rebalances from 15091 ms, once
+    consumer-1's session expired; consumer-2's heartbeat learns it at 15098 ms) waits for its
+    worker to finish what it was given of T-1 and T-0, [100, 140) and [342, 362), then commits
+    362 and 140 (16181 ms) before the revocation (16200 ms). Every record is processed, none
+    twice: consumer-1 finished nothing after its last commit."""
     events, checks = run(scenario(TWO_WORKERS.format(auto="false", commit="processed"), CRASH, records=2000, duration=60_000))
     commits = {e["commit_id"]: e for e in where(events, "offset_commit_sent", node="consumer-1")}
     answered = [a for a in where(events, "offset_commit_answered", node="consumer-1", error="NONE") if a["ts_ms"] < 9200]
     last = commits[answered[-1]["commit_id"]]
-    assert (last["ts_ms"], last["kind"], last["offsets"]) == (8926, "async", [["T", 2, 140]])
+    assert (last["ts_ms"], last["kind"], last["offsets"]) == (8925, "async", [["T", 2, 140]])
     taken = {e["partition"]: e["offset"] for e in where(events, "fetch_position_set", node="consumer-2", generation_id=2)}
     assert taken[2] == 140
     rebalance = [e["ts_ms"] for e in where(events, "group_state_changed", group_id="g", state="PreparingRebalance")]
-    assert rebalance == [86, 15090]
+    assert rebalance == [86, 15091]
     during = [
         (e["ts_ms"], e["partition"], e["first_offset"], e["end_offset"])
         for e in where(events, "records_processed", node="consumer-2")
-        if 15090 <= e["ts_ms"] <= 16822
+        if 15091 <= e["ts_ms"] <= 16181
     ]
-    assert during == [(15422, 1, 102, 122), (15822, 1, 122, 142), (16022, 1, 142, 152), (16422, 0, 342, 362), (16822, 0, 362, 382)]
+    assert during == [(15381, 1, 100, 120), (15781, 1, 120, 140), (16181, 0, 342, 362)]
     revoke = [(e["ts_ms"], e["offsets"]) for e in where(events, "offset_commit_sent", node="consumer-2", kind="revoke")]
-    assert revoke == [(16822, [["T", 0, 382], ["T", 1, 152]])]
+    assert revoke == [(16181, [["T", 0, 362], ["T", 1, 140]])]
     [revoked] = where(events, "partitions_revoked", node="consumer-2")
-    assert (revoked["ts_ms"], revoked["partitions"]) == (16842, ["T-0", "T-1"])
+    assert (revoked["ts_ms"], revoked["partitions"]) == (16200, ["T-0", "T-1"])
     ends = _log_ends(events)
     assert sum(ends.values()) == checks["acked"] == 2000
     assert _never_processed(events, ends) == {}
