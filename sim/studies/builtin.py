@@ -14,9 +14,9 @@ look for, with seed 1 (the terminal's last lines and the report say the same):
 - 51 s: its process starts again and joins as a new member: the group starts a rebalance but
   must wait for the old member, which sends nothing and is not removed before its session
   times out.
-- 75 s: the old member's session expires; generation 2 forms. The new owners of orders-2 and
-  orders-3 start from the last commit and process again what consumer-2 had processed since:
-  153 duplicates, all `crash_before_commit`.
+- 75 s: the old member's session expires; generation 2 forms. The new owner of orders-2 and
+  orders-3 (consumer-3) starts from the last commit and processes again what consumer-2 had
+  processed since: 152 duplicates, all `crash_before_commit`.
 - 90 s: the rolling restart: each consumer in turn is closed (commitSync, revocation,
   LeaveGroup), its process exits and starts again, 5 s apart: three more generations, and no
   duplicate, since `close()` commits what was processed.
