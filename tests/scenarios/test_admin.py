@@ -2,9 +2,10 @@
 group's coordinator and sends real requests (DescribeGroups, OffsetFetch, Metadata, ListOffsets,
 OffsetCommit, OffsetDelete, DeleteGroups, ListGroups) to the brokers and coordinators.
 
-The base: three brokers, `T` of four partitions, a producer of 400 keyed records over the first
-four seconds, and the group `my-group` of two consumers that both close at 2.5 s (the group is
-then Empty), before the producer is done: the group's committed offsets are behind the log end.
+The base: three brokers, `T` of four partitions, a producer of 1,200 keyed records, one every
+10 ms (the last near 12 s), and the group `my-group` of two consumers that both close at 9 s (the
+group is then Empty), before the producer is done: the group's committed offsets are behind the
+log end.
 """
 
 from __future__ import annotations
