@@ -481,7 +481,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "revoke_without_waiting_for_workers",
         "commit = processed: onPartitionsRevoked waits for the workers to finish the revoked partitions' records, then commits them",
-        "actors/consumer/behavior.py",
+        "actors/consumer/leaving.py",
         "        if self.workers is not None and self.workers.holds(partitions):\n",
         "        if False:\n",
         (f"{WORKERS}::test_committing_what_the_workers_processed_skips_nothing",),
