@@ -293,27 +293,29 @@ class Cluster:
         return lag_rows(group, self._high_watermark)
 
     def _high_watermark(self, tp: str) -> int | None:
-        leaders = []
-        for b in range(1, self.scenario.get("cluster", "brokers") + 1):
-            node = f"broker-{b}"
-            if self.kernel.is_up(node):
-                replica = self.state(node, BROKER_ACTOR)["partitions"].get(tp)
-                if replica is not None and replica["role"] == "leader":
-                    leaders.append((replica["leader_epoch"], replica["high_watermark"]))
-        return max(leaders)[1] if leaders else None
+        leader = self._live_leader(tp)
+        return None if leader is None else leader[1]["high_watermark"]
 
     def coordinator_of(self, group_id: str) -> str | None:
         """The broker node coordinating `group_id` now: the live leader, with the highest
         leader epoch, of the group's `__consumer_offsets` partition (None: it has none)."""
         tp = f"{OFFSETS_TOPIC}-{partition_for(group_id, self.scenario.get('broker', 'offsets.topic.num.partitions'))}"
+        leader = self._live_leader(tp)
+        return None if leader is None else leader[0]
+
+    def _live_leader(self, tp: str) -> tuple[str, dict[str, Any]] | None:
+        """The live broker leading `tp` with the highest leader epoch, and its replica's state."""
         leaders = []
         for b in range(1, self.scenario.get("cluster", "brokers") + 1):
             node = f"broker-{b}"
             if self.kernel.is_up(node):
                 replica = self.state(node, BROKER_ACTOR)["partitions"].get(tp)
                 if replica is not None and replica["role"] == "leader":
-                    leaders.append((replica["leader_epoch"], node))
-        return max(leaders)[1] if leaders else None
+                    leaders.append((replica["leader_epoch"], b, node, replica))
+        if not leaders:
+            return None
+        _, _, node, replica = max(leaders, key=lambda leader: leader[:2])
+        return node, replica
 
     # ------------------------------------------------------------------ scripted clients
 
