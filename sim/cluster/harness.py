@@ -88,6 +88,9 @@ class Cluster:
         coordination service holds besides the topics (a controller epoch, partition states);
         `disks`, what a node's disk holds (by node name)."""
         self.scenario = scenario
+        # Checked before the kernel starts: a bad scenario leaves no host threads or CPU hold.
+        specs = node_specs(scenario, znodes)
+        faults = check_scenario(scenario)
         net = scenario.sections["network"]
         self.kernel = Kernel(
             seed=scenario.seed,
@@ -111,8 +114,6 @@ class Cluster:
         self.skips = SkipAccounting()
         self.kernel.observe(self.skips)
         self.kernel.fail_on_violation = scenario.get("run", "invariants") == "fail"
-        specs = node_specs(scenario, znodes)
-        faults = check_scenario(scenario)
         self._consumers = {c.name: c.group_id for c in consumer_configs(scenario)}
         self._admin = AdminDesk(self.kernel, lambda: admin_spec(scenario))
         self._fault_context = FaultContext(self._consumers, self.coordinator_of, self._admin.run)

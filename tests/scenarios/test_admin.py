@@ -17,6 +17,7 @@ import pytest
 from sim.cluster.faults import FaultError
 from sim.cluster.harness import Cluster
 from sim.cluster.scenario import ScenarioError, parse_scenario
+from sim.engine.kernel import HostKind
 
 BASE = """
 [run]
@@ -86,7 +87,7 @@ def scenario(*parts: str, duration: int = 16_000, version: str = "3.9") -> Any:
 
 
 def run(scn: Any) -> tuple[list[dict[str, Any]], Cluster]:
-    cluster = Cluster(scn)
+    cluster = Cluster(scn, host=HostKind.DIRECT)  # no Pykka threads or CPU hold to give back
     events: list[dict[str, Any]] = []
     cluster.kernel.observe(events.append)
     cluster.run_to_end()
