@@ -17,8 +17,18 @@ from sim.report.narrative_groups import (
     duplicate_moments,
     owner_gap_moments,
     rebalance_moments,
+    skip_moments,
 )
-from sim.report.narrative_text import GAP_MS, grouped, join, node_order, partitions, seconds, span
+from sim.report.narrative_text import (
+    GAP_MS,
+    at,
+    grouped,
+    join,
+    node_order,
+    partitions,
+    seconds,
+    span,
+)
 from sim.report.run_facts import RunFacts
 
 __all__ = ["MAX_LINES", "Story", "narrate"]
@@ -39,7 +49,9 @@ class Story:
 
 
 def narrate(summary: dict[str, Any], facts: RunFacts) -> Story:
-    """The story of one run: at most MAX_LINES sentences."""
+    """The story of one run: at most MAX_LINES sentences. Every sentence states only what the
+    log shows: each span it names opens and closes on the events that open and close it, and
+    changes told together share the time the sentence gives (to its tenth of a second)."""
     headline = _headline(summary)
     moments = [text for _, _, text in sorted(_moments(summary, facts))]
     room = MAX_LINES - len(headline) - 1
@@ -81,8 +93,16 @@ def _headline(summary: dict[str, Any]) -> list[str]:
     if summary.get("duplicates"):
         by = ", ".join(f"{cause} {n}" for cause, n in causes.items())
         lines.append(f"{summary['duplicates']} records were processed more than once ({by}).")
+    if summary.get("skipped"):
+        by = ", ".join(f"{cause} {n}" for cause, n in summary.get("skipped_by_cause", {}).items())
+        lines.append(f"{summary['skipped']} acknowledged records were skipped: the group moved past them and no member "
+                     f"processed them ({by}).")
+    if summary.get("processed_then_lost"):
+        lines.append(f"{summary['processed_then_lost']} records a group processed are not in the final log: the "
+                     f"application acted on data that no longer exists.")
     if not lines:
-        lines.append("No acknowledged write was lost, none was written twice, and no record was processed twice.")
+        lines.append("No acknowledged write was lost, none was written twice, no record was processed twice, and no "
+                     "record was skipped.")
     return lines
 
 
@@ -132,6 +152,7 @@ def _moments(summary: dict[str, Any], facts: RunFacts) -> list[tuple[int, int, s
     out += rebalance_moments(facts)
     out += owner_gap_moments(facts)
     out += duplicate_moments(summary)
+    out += skip_moments(summary)
     out += _lost_moments(summary, facts)
     return out
 
@@ -150,7 +171,7 @@ def _controller_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
 def _election_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
     elections = [c for c in facts.leader_changes if c["event"] == "leader_elected"]
     out = []
-    for group in grouped(elections, lambda c: (c["logged_by"], c["election"], c["unclean"])):
+    for group in _each_once(grouped(elections, lambda c: (c["logged_by"], c["election"], c["unclean"]))):
         first = group[0]
         if first["unclean"]:
             for c in group:
@@ -164,12 +185,28 @@ def _election_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
         user = [c for c in group if not c["partition"].startswith("__")]
         leaders = "; ".join(f"{c['partition']} to {_broker(c['leader'])}" for c in user[:6])
         out.append((first["ts_ms"], 1, (
-            f"At {seconds(first['ts_ms'])} the controller {first['logged_by']} elected {what} of "
+            f"{at(group)} the controller {first['logged_by']} elected {what} of "
             f"{partitions(c['partition'] for c in group)}"
             + (f": {leaders}." if leaders and first["election"] != "new" else ".")
         )))
     for f in facts.election_failures:
         out.append((f["ts_ms"], 1, f"At {seconds(f['ts_ms'])} no leader could be elected for {f['partition']} ({f['reason']})."))
+    return out
+
+
+def _each_once(groups: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+    """Groups split where a partition comes again (elected twice within a second), so that a
+    sentence names each partition's election once."""
+    out: list[list[dict[str, Any]]] = []
+    for group in groups:
+        seen: set[str] = set()
+        out.append([])
+        for row in group:
+            if row["partition"] in seen:
+                seen.clear()
+                out.append([])
+            seen.add(row["partition"])
+            out[-1].append(row)
     return out
 
 
@@ -189,25 +226,31 @@ def _isr_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
         if first["removed"]:
             who = join(_broker(b) for b in first["removed"])
             alone = sorted(c["partition"] for c in group if len(c["isr"]) == 1 and not c["partition"].startswith("__"))
-            text = f"At {seconds(first['ts_ms'])} {who} left the ISR of {names}"
+            text = f"{at(group)} {who} left the ISR of {names}"
             text += f"; {partitions(alone)} kept a single in-sync replica." if alone else "."
         else:
-            text = f"At {seconds(first['ts_ms'])} {join(_broker(b) for b in first['added'])} rejoined the ISR of {names}."
+            text = f"{at(group)} {join(_broker(b) for b in first['added'])} rejoined the ISR of {names}."
         out.append((first["ts_ms"], 2, text))
     return out
 
 
 def _leaderless_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
-    gaps = [g for g in facts.leaderless if (g["to_ms"] or facts.end_ms) - g["from_ms"] >= GAP_MS]
+    """Spells without a live leader, those that began and ended in the same tenth of a second
+    told together (a sentence states one span, true of every partition it names)."""
+    rows = []
+    for g in facts.leaderless:
+        to = facts.end_ms if g["to_ms"] is None else g["to_ms"]
+        if to - g["from_ms"] >= GAP_MS:
+            rows.append({**g, "ts_ms": g["from_ms"], "to": to})
     out = []
-    rows = [{**g, "ts_ms": g["from_ms"]} for g in gaps]
-    for group in grouped(rows, lambda g: (g["broker"], g["to_ms"] is None)):
+    for group in grouped(rows, lambda g: (seconds(g["from_ms"]), seconds(g["to"]), g["to_ms"] is None, g["broker"], g["lost_by"])):
         first = group[0]
-        last_to = max((g["to_ms"] or facts.end_ms) for g in group)
-        until = "to the end of the run" if first["to_ms"] is None else f"until {seconds(last_to)}"
+        until = "to the end of the run" if first["to_ms"] is None else f"until {seconds(first['to'])}"
+        why = {"node_crashed": "crashed", "node_stopped": "was stopped"}.get(first["lost_by"], "gave up its leadership")
         out.append((first["from_ms"], 3, (
             f"From {seconds(first['from_ms'])} {partitions(g['partition'] for g in group)} had no live leader "
-            f"for {span(last_to - first['from_ms'])} ({_broker(first['broker'])} was down) {until}."
+            f"for {span(first['to'] - first['from_ms'])}, {until}: {_broker(first['broker'])}, "
+            f"{'their' if len(group) > 1 else 'its'} leader, {why}."
         )))
     return out
 
@@ -216,7 +259,7 @@ def _hw_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
     return [
         (s["from_ms"], 3, (
             f"From {seconds(s['from_ms'])} the high watermark of {s['partition']} on its leader {s['leader']} stood at "
-            f"{s['high_watermark']} for {span(s['to_ms'] - s['from_ms'])} while records waited above it for the ISR."
+            f"{s['high_watermark']} for {span(s['to_ms'] - s['from_ms'])} while records waited above it."
         ))
         for s in facts.hw_stalls
     ]
@@ -252,14 +295,16 @@ def _fault_moments(summary: dict[str, Any], facts: RunFacts) -> list[tuple[int, 
         elif event == "node_paused":
             out.append((at, 0, f"At {seconds(at)} {target} was paused (stop-the-world) until {seconds(f['until_ms'])}."))
         elif event == "network_partitioned":
-            out.append((at, 0, f"At {seconds(at)} the network was cut between {join(f['side_a'])} and {join(f['side_b'])}."))
+            way = "one way, from the first to the second" if f["one_way"] else "both ways"
+            out.append((at, 0, (f"At {seconds(at)} the network was cut ({way}) between {join(f['side_a'])} on one side "
+                                f"and {join(f['side_b'])} on the other.")))
         elif event in ("network_healed", "network_partition_lifted"):
             out.append((at, 0, f"At {seconds(at)} the network {'healed' if event == 'network_healed' else 'cut was lifted'}."))
         elif event == "link_fault_added":
             out.append((at, 0, f"At {seconds(at)} a {f['kind']} fault began on the network's envelopes."))
         elif event == "fault_skipped":
             out.append((at, 0, f"At {seconds(at)} a {f['kind']} fault on {target} did nothing: {f['reason']}."))
-    out += _closes(restarts)
+    out += _closes(restarts, facts)
     return out
 
 
@@ -271,26 +316,35 @@ def _call(node: str, action: str) -> str:
     return f"{node}'s application called {action}()"
 
 
-def _closes(restarts: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
-    """close() then a new process, per consumer: a rolling restart, told as one sentence."""
-    closed = [r for r in restarts if r["event"] == "close"]
+def _closes(restarts: list[dict[str, Any]], facts: RunFacts) -> list[tuple[int, int, str]]:
+    """close() then a new process, per consumer: a rolling restart, told as one sentence. A
+    close() whose process did not start again is told alone."""
+    closed = [r for r in restarts if r["event"] == "close" and _restart_after(r["target"], r["ts_ms"], facts) is not None]
+    out = [
+        (r["ts_ms"], 0, f"At {seconds(r['ts_ms'])} {_call(r['target'], 'close')}.")
+        for r in restarts
+        if r["event"] == "close" and r not in closed
+    ]
     if not closed:
-        return []
+        return out
     nodes = [r["target"] for r in closed]
     times = join(seconds(r["ts_ms"]) for r in closed)
     if len(closed) == 1:
-        return [(closed[0]["ts_ms"], 0, f"At {times} {nodes[0]}'s application called close() and its process restarted.")]
-    return [(closed[0]["ts_ms"], 0, (
+        return [*out, (closed[0]["ts_ms"], 0, f"At {times} {nodes[0]}'s application called close() and its process restarted.")]
+    return [*out, (closed[0]["ts_ms"], 0, (
         f"At {times} {join(nodes)} in turn called close() and restarted (a rolling restart): each commits what it "
         f"processed, revokes its partitions and leaves the group before its process exits."
     ))]
 
 
+def _restart_after(node: str, at: int, facts: RunFacts) -> int | None:
+    later = [f["ts_ms"] for f in facts.faults if f["event"] == "node_started" and f["target"] == node and f["ts_ms"] > at]
+    return later[0] if later else None
+
+
 def _with_restart(text: str, node: str, at: int, facts: RunFacts) -> str:
-    later = [f for f in facts.faults if f["event"] == "node_started" and f["target"] == node and f["ts_ms"] > at]
-    if later:
-        return text[:-1] + f"; it restarted at {seconds(later[0]['ts_ms'])}."
-    return text
+    restart = _restart_after(node, at, facts)
+    return text if restart is None else text[:-1] + f"; it restarted at {seconds(restart)}."
 
 
 def _lost_moments(summary: dict[str, Any], facts: RunFacts) -> list[tuple[int, int, str]]:

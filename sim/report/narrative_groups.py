@@ -9,7 +9,7 @@ from typing import Any
 from sim.report.narrative_text import GAP_MS, grouped, join, node_order, partitions, seconds, span
 from sim.report.run_facts import RunFacts
 
-__all__ = ["CAUSE_WHY", "consumer_crash", "duplicate_moments", "owner_gap_moments", "rebalance_moments"]
+__all__ = ["CAUSE_WHY", "SKIP_WHY", "consumer_crash", "duplicate_moments", "owner_gap_moments", "rebalance_moments", "skip_moments"]
 
 CAUSE_WHY = {
     "crash_before_commit": "its previous owner crashed after processing them but before committing their offsets, "
@@ -33,18 +33,25 @@ CAUSE_WHY = {
 }
 
 
+SKIP_WHY = {
+    "reset_latest_no_commit": "with no committed offset, auto.offset.reset=latest started the consumer at the log end",
+    "offsets_expired_reset": "the group's committed offsets had expired, so auto.offset.reset chose a new position",
+    "out_of_range_reset": "the position fell out of the log's range (retention or a truncation) and auto.offset.reset "
+    "moved it past them",
+    "admin_reset": "an operator reset the group's offsets past them",
+    "committed_before_processed": "their offsets were committed before the application had processed them, and the "
+    "records were never processed",
+}
 
 
 def consumer_crash(crash: dict[str, Any], summary: dict[str, Any], facts: RunFacts) -> str:
     node, at, held = crash["consumer"], crash["ts_ms"], crash["partitions"]
-    after = [h for h in facts.holds if h["partition"] in held and h["from_ms"] >= at]
-    text = (f"At {seconds(at)} {node} crashed ({crash['kind']}); its partition{'s' if len(held) > 1 else ''} "
-            f"{partitions(held)} had no owner for ")
-    if after:
-        first = min(after, key=lambda h: h["from_ms"])
-        text += f"{span(first['from_ms'] - at)} until generation {first['generation_id']}"
-    else:
-        text += f"{span(facts.end_ms - at)}, to the end of the run"
+    text = f"At {seconds(at)} {node} crashed ({crash['kind']})"
+    gaps = _after_crash(crash, facts)
+    for i, ((to, generation), ps) in enumerate(gaps.items()):
+        whose = f"its partition{'s' if len(ps) > 1 else ''} " if i == 0 else ""
+        until = f" until generation {generation}" if generation is not None else ", to the end of the run"
+        text += f"; {whose}{partitions(ps)} had no owner for {span(to - at)}{until}"
     if crash["last_commit_ms"] is None:
         since = "without having committed"
     else:
@@ -59,9 +66,36 @@ def consumer_crash(crash: dict[str, Any], summary: dict[str, Any], facts: RunFac
     return text + "."
 
 
+def _after_crash(crash: dict[str, Any], facts: RunFacts) -> dict[tuple[int, int | None], list[str]]:
+    """The crashed consumer's partitions by when their next owner came (the end of the run if
+    none did; the consumer itself once restarted, perhaps), or nothing if another member still
+    held one of them: then the group had an owner all along, a zombie or the new one."""
+    at, group = crash["ts_ms"], None
+    by_end: dict[tuple[int, int | None], list[str]] = {}
+    for tp in crash["partitions"]:
+        group = group or next((h["group_id"] for h in facts.holds if h["consumer"] == crash["consumer"]), None)
+        holds = [h for h in facts.holds if h["partition"] == tp and h["group_id"] == group]
+        if any(h["from_ms"] < at and (h["to_ms"] is None or h["to_ms"] > at) for h in holds):
+            return {}
+        later = [h for h in holds if h["from_ms"] >= at]
+        first = min(later, key=lambda h: h["from_ms"]) if later else None
+        key = (first["from_ms"], first["generation_id"]) if first else (facts.end_ms, None)
+        by_end.setdefault(key, []).append(tp)
+    return dict(sorted(by_end.items(), key=lambda kv: kv[0][0]))
+
+
 def rebalance_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
+    """A group that more than one broker coordinated in the run (a failover, or a coordinator
+    cut off that went on alone) is named with the coordinator of each rebalance."""
+    coordinators: dict[str, set[str]] = {}
+    for r in facts.rebalances:
+        coordinators.setdefault(r["group_id"], set()).add(r.get("coordinator", ""))
     out = []
-    rows = [{**r, "ts_ms": r["began_ms"] if r["began_ms"] is not None else r["formed_ms"]} for r in facts.rebalances]
+    rows = [
+        {**r, "ts_ms": r["began_ms"] if r["began_ms"] is not None else r["formed_ms"],
+         "group": r["group_id"] + (f" (coordinator {r['coordinator']})" if len(coordinators[r["group_id"]]) > 1 else "")}
+        for r in facts.rebalances
+    ]
     for group in _grouped_chain(rows):
         first, last = group[0], group[-1]
         if len(group) == 1:
@@ -71,7 +105,7 @@ def rebalance_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
         who = join(r["trigger"]["member"] for r in group)
         change = first["trigger"]["change"]
         out.append((first["ts_ms"], 4, (
-            f"From {seconds(first['ts_ms'])} to {seconds(last['formed_ms'])} group {first['group_id']} rebalanced "
+            f"From {seconds(first['ts_ms'])} to {seconds(last['formed_ms'])} group {first['group']} rebalanced "
             f"{len(group)} times as {who} {_change(change, first['trigger']['reason'])}: generations "
             f"{first['generation_id']} to {last['generation_id']}, each formed in {span(min(durations))} to "
             f"{span(max(durations))}."
@@ -80,7 +114,7 @@ def rebalance_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
 
 
 def _trigger(r: dict[str, Any]) -> tuple[str, str | None, str | None]:
-    return (r["group_id"], (r["trigger"] or {}).get("change"), (r["trigger"] or {}).get("reason"))
+    return (r["group"], (r["trigger"] or {}).get("change"), (r["trigger"] or {}).get("reason"))
 
 
 def _grouped_chain(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -89,10 +123,10 @@ def _grouped_chain(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     groups: list[list[dict[str, Any]]] = []
     last: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        group = last.get(row["group_id"])
+        group = last.get(row["group"])
         chained = _trigger(row)[1:] == ("removed", "leave")
         if group is None or not chained or _trigger(group[-1]) != _trigger(row) or row["ts_ms"] - group[-1]["formed_ms"] > 60000:
-            group = last[row["group_id"]] = []
+            group = last[row["group"]] = []
             groups.append(group)
         group.append(row)
     return groups
@@ -107,10 +141,10 @@ def _change(change: str, reason: str) -> str:
 def _rebalance(r: dict[str, Any]) -> str:
     members = join(r["members"]) if r["members"] else "no member"
     if r["generation_id"] == 1 or r["trigger"] is None:
-        return (f"At {seconds(r['formed_ms'])} group {r['group_id']} formed generation {r['generation_id']} with "
+        return (f"At {seconds(r['formed_ms'])} group {r['group']} formed generation {r['generation_id']} with "
                 f"{members}.")
     text = (f"At {seconds(r['ts_ms'])} {r['trigger']['member']} {_change(r['trigger']['change'], r['trigger']['reason'])} "
-            f"and group {r['group_id']} began a rebalance; generation {r['generation_id']} formed "
+            f"and group {r['group']} began a rebalance; generation {r['generation_id']} formed "
             f"{span(r['formed_ms'] - r['ts_ms'])} later with {members}")
     if r["removed"]:
         text += ", once the coordinator had removed " + join(f"{node}'s earlier member ({why})" for node, why in r["removed"])
@@ -141,10 +175,13 @@ def _owner_gaps(facts: RunFacts) -> list[dict[str, Any]]:
 
 def owner_gap_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
     out = []
-    for group in grouped(_owner_gaps(facts), lambda g: (g["group_id"], g["generation_id"], g["why"])):
+    def key(g: dict[str, Any]) -> tuple[Any, ...]:  # gaps told together share their span, to a tenth of a second
+        return (g["group_id"], g["generation_id"], g["why"], seconds(g["ts_ms"]), seconds(g["to_ms"] or facts.end_ms))
+
+    for group in grouped(_owner_gaps(facts), key):
         first = group[0]
         why = {"partitions_revoked": "revoked", "partitions_lost": "lost", "node_stopped": "its owner's process exited"}
-        end = max(g["to_ms"] or facts.end_ms for g in group)
+        end = first["to_ms"] or facts.end_ms
         until = f"until generation {first['generation_id']}" if first["to_ms"] is not None else "to the end of the run"
         out.append((first["ts_ms"], 5, (
             f"From {seconds(first['ts_ms'])} {partitions(g['partition'] for g in group)} of group {first['group_id']} "
@@ -171,5 +208,26 @@ def duplicate_moments(summary: dict[str, Any]) -> list[tuple[int, int, str]]:
         out.append((first, 6, (
             f"{when} {join(readers)} processed again "
             f"{count} records ({cause}): {pieces}{more}; {why}."
+        )))
+    return out
+
+
+def skip_moments(summary: dict[str, Any]) -> list[tuple[int, int, str]]:
+    """Records the group moved past and never processed, told per cause as duplicates are."""
+    by_cause: dict[str, list[dict[str, Any]]] = {}
+    for piece in summary.get("skip_spans", []):
+        by_cause.setdefault(piece["cause"], []).append(piece)
+    out = []
+    for cause, spans in sorted(by_cause.items()):
+        first, last = min(s["from_ms"] for s in spans), max(s["to_ms"] for s in spans)
+        who = join(sorted({s["consumer"] for s in spans}, key=node_order))
+        pieces = join(f"{s['partition']} offsets {s['first_offset']} to {s['end_offset'] - 1}"
+                      for s in sorted(spans, key=lambda s: (node_order(s["partition"]), s["first_offset"]))[:4])
+        more = f" and {len(spans) - 4} more ranges" if len(spans) > 4 else ""
+        count = summary.get("skipped_by_cause", {}).get(cause, sum(s["end_offset"] - s["first_offset"] for s in spans))
+        when = f"At {seconds(first)}" if seconds(first) == seconds(last) else f"From {seconds(first)} to {seconds(last)}"
+        out.append((first, 6, (
+            f"{when} {who} moved group {spans[0]['group_id']} past {count} records that no member processed "
+            f"({cause}): {pieces}{more}; {SKIP_WHY.get(cause, 'no rule of the accounting explains it')}."
         )))
     return out

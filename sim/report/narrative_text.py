@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["GAP_MS", "GROUP_MS", "grouped", "join", "node_order", "partitions", "seconds", "span"]
+__all__ = ["GAP_MS", "GROUP_MS", "at", "grouped", "join", "node_order", "partitions", "seconds", "span"]
 
 GAP_MS = 1000
 """A partition without an owner or a leader for less than this is not worth a sentence."""
@@ -18,6 +18,13 @@ GROUP_MS = 1000
 def seconds(ms: int | None) -> str:
     """A simulated time: `31.0 s`; None is the end of the run."""
     return "the end of the run" if ms is None else f"{ms / 1000:.1f} s"
+
+
+def at(rows: list[dict[str, Any]]) -> str:
+    """When changes told together happened: `At 24.0 s`, or `Between 24.0 s and 24.6 s` when
+    they did not all fall in one tenth of a second."""
+    first, last = seconds(rows[0]["ts_ms"]), seconds(max(r["ts_ms"] for r in rows))
+    return f"At {first}" if first == last else f"Between {first} and {last}"
 
 
 def span(ms: int) -> str:

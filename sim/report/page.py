@@ -115,7 +115,7 @@ def write_report(run_dir: Path, summary: dict[str, Any], analysis: dict[str, Any
     """Write `run_dir/report.html` from the summary, one pass over `run_dir/events.jsonl` and,
     if given, the analysis (analysis.json); return its path."""
     title = f"kafkasim run {summary['run_id']}"
-    facts = scan_events(run_dir / "events.jsonl")
+    facts = scan_events(run_dir / "events.jsonl", summary.get("sim_ms", 0))
     spans = summary.get("duplicate_spans", [])
     ownership = plot_ownership(facts, spans)
     replicas = plot_replicas(facts)

@@ -45,14 +45,20 @@ class RunFacts:
     replica_offsets: dict[str, dict[int, list[int]]] = field(default_factory=dict)
     """`topic-partition@node` -> second -> [highest LEO, highest HW] in that second."""
     leaderless: list[dict[str, Any]] = field(default_factory=list)
-    """`partition`, `from_ms`, `to_ms` (null: to the end), `broker` (the leader lost)."""
+    """Spells without a live leader: `partition`, `from_ms`, `to_ms` (null: to the end),
+    `broker` (the leader lost), `lost_by` (`node_crashed`, `node_stopped`, or `became_follower`
+    / `replica_stopped`: it gave the leadership up), `resumed_by` (the broker that then took it,
+    or null). A live leader is a running broker that took the leadership (`became_leader`) and
+    has not given it up since: the controller's election alone leads nothing until its
+    LeaderAndIsr reaches the broker, and a restarted broker that the controller hands its
+    partitions back without any election leads them again."""
     hw_stalls: list[dict[str, Any]] = field(default_factory=list)
     """`partition`, `leader` (node), `from_ms`, `to_ms`, `high_watermark`: see HW_STALL_MS."""
     holds: list[dict[str, Any]] = field(default_factory=list)
     """`consumer`, `group_id`, `partition`, `generation_id`, `from_ms`, `to_ms` (null until it
     ends), `ended_by` (the event that ended it)."""
     rebalances: list[dict[str, Any]] = field(default_factory=list)
-    """Per generation formed: `group_id`, `generation_id`, `members` (consumer nodes),
+    """Per generation formed: `group_id`, `coordinator` (its node), `generation_id`, `members` (consumer nodes),
     `began_ms` (PreparingRebalance, or null), `trigger` (the member change that began it:
     `change`, joined or removed, `member`, its consumer, `reason`; or null), `removed`
     ([consumer, reason] of members removed meanwhile), `formed_ms`."""
@@ -61,12 +67,14 @@ class RunFacts:
     processed above the group's committed offsets), `last_commit_ms`, `last_commit_kind`."""
 
 
-def scan_events(path: Path) -> RunFacts:
-    """Read `path` once and return its facts."""
+def scan_events(path: Path, end_ms: int = 0) -> RunFacts:
+    """Read `path` once and return its facts. `end_ms` is the run's simulated end (summary.json's
+    `sim_ms`), which can come after its last event: a spell still open then lasts until it."""
     scan = _Scan()
     with path.open("rb") as lines:
         for line in lines:
             scan.see(orjson.loads(line))
+    scan.facts.end_ms = max(scan.facts.end_ms, end_ms)
     return scan.finish()
 
 
@@ -80,13 +88,14 @@ class _Scan:
     def __init__(self) -> None:
         self.facts = RunFacts()
         self.isr: dict[str, list[int]] = {}
-        self.leader: dict[str, int] = {}
+        self.leader: dict[str, int] = {}  # the controller's choice
+        self.leading: dict[str, list[int]] = {}  # partition -> the running brokers acting as its leader
         self.leaderless: dict[str, dict[str, Any]] = {}
-        self.hw: dict[str, dict[str, Any]] = {}  # partition -> its leader's HW and since when records wait
+        self.hw: dict[tuple[str, str], dict[str, Any]] = {}  # (partition, leader node) -> its HW, since when records wait
         self.open_holds: dict[tuple[str, str], dict[str, Any]] = {}
         self.member_node: dict[str, str] = {}
-        self.rebalance: dict[str, dict[str, Any]] = {}
-        self.last_member_event: dict[str, tuple[int, str]] = {}
+        self.rebalance: dict[tuple[str, str], dict[str, Any]] = {}  # (coordinator, group) -> the rebalance begun
+        self.last_member_event: dict[tuple[str, str], tuple[int, dict[str, str]]] = {}
         self.committed: dict[tuple[str, str], int] = {}
         self.processed: dict[tuple[str, str, str], int] = {}  # (node, group, tp) -> end offset
         self.last_commit: dict[str, tuple[int, str]] = {}
@@ -103,7 +112,7 @@ class _Scan:
     # faults and nodes
 
     def _on_fault(self, e: dict[str, Any]) -> None:
-        keys = ("ts_ms", "event", "target", "kind", "action", "until_ms", "side_a", "side_b", "incarnation", "reason")
+        keys = ("ts_ms", "event", "target", "kind", "action", "until_ms", "side_a", "side_b", "one_way", "incarnation", "reason")
         self.facts.faults.append({k: e.get(k) for k in keys})
         if e["event"] in ("node_crashed", "node_stopped"):
             self._node_down(e)
@@ -112,10 +121,11 @@ class _Scan:
         node, now = e["target"], e["ts_ms"]
         if node.startswith("broker-"):
             broker = int(node.removeprefix("broker-"))
-            for partition, leader in self.leader.items():
-                if leader == broker and partition not in self.leaderless:
-                    self.leaderless[partition] = {"partition": partition, "from_ms": now, "to_ms": None, "broker": broker}
-                    self._leader_gone(partition, now)
+            for partition, leaders in self.leading.items():
+                if broker in leaders:
+                    self._step_down(partition, broker, now, e["event"])
+            for partition, leader in [key for key in self.hw if key[1] == node]:  # a leader by static metadata
+                self._leader_gone(partition, leader, now)
             return
         held = sorted(tp for (holder, tp) in self.open_holds if holder == node)
         if e["event"] == "node_crashed" and held:
@@ -164,13 +174,35 @@ class _Scan:
 
     def _on_leader_elected(self, e: dict[str, Any]) -> None:
         self._isr_change(e)
-        partition = _tp(e)
-        self.leader[partition] = e["leader"]
-        self._leader_gone(partition, e["ts_ms"])
+        self.leader[_tp(e)] = e["leader"]
+
+    # the brokers' own view: who acts as leader
+
+    def _on_became_leader(self, e: dict[str, Any]) -> None:
+        partition, broker, now = _tp(e), int(e["node"].removeprefix("broker-")), e["ts_ms"]
+        leaders = self.leading.setdefault(partition, [])
+        if broker not in leaders:
+            leaders.append(broker)
         gap = self.leaderless.pop(partition, None)
         if gap is not None:
-            gap["to_ms"] = e["ts_ms"]
+            gap["to_ms"], gap["resumed_by"] = now, broker
             self.facts.leaderless.append(gap)
+
+    def _on_became_follower(self, e: dict[str, Any]) -> None:
+        partition, broker = _tp(e), int(e["node"].removeprefix("broker-"))
+        if broker in self.leading.get(partition, ()):
+            self._step_down(partition, broker, e["ts_ms"], e["event"])
+
+    _on_replica_stopped = _on_became_follower
+
+    def _step_down(self, partition: str, broker: int, now: int, why: str) -> None:
+        """`broker` no longer leads `partition`: it went down or gave the leadership up."""
+        leaders = self.leading[partition]
+        leaders.remove(broker)
+        self._leader_gone(partition, f"broker-{broker}", now)
+        if not leaders and partition not in self.leaderless:
+            self.leaderless[partition] = {"partition": partition, "from_ms": now, "to_ms": None, "broker": broker,
+                                          "lost_by": why, "resumed_by": None}
 
     _on_isr_shrunk = _isr_change
     _on_isr_expanded = _isr_change
@@ -194,28 +226,26 @@ class _Scan:
         best[0], best[1] = max(best[0], leo), max(best[1], hw)
         if e.get("role") != "leader":
             return
-        state = self.hw.setdefault(partition, {"hw": hw, "waiting_ms": None, "leader": e["node"]})
+        key = (partition, e["node"])
+        state = self.hw.setdefault(key, {"hw": hw, "waiting_ms": None})
         if hw > state["hw"]:
-            self._close_hw_stall(partition, state, now)
+            self._close_hw_stall(key, state, now)
             state["hw"], state["waiting_ms"] = hw, None
-        state["leader"] = e["node"]
         if leo > state["hw"] and state["waiting_ms"] is None:
             state["waiting_ms"] = now
 
-    def _leader_gone(self, partition: str, now: int) -> None:
-        """A leader that died or was replaced no longer holds its partition's HW back: what
-        follows is a partition without a leader, or a new leader's own count."""
-        state = self.hw.get(partition)
+    def _leader_gone(self, partition: str, node: str, now: int) -> None:
+        """A leader that went down or gave up its leadership no longer holds the partition's HW
+        back; a later leadership of the same broker starts its own count."""
+        state = self.hw.pop((partition, node), None)
         if state is not None:
-            self._close_hw_stall(partition, state, now)
-            state["waiting_ms"] = None
+            self._close_hw_stall((partition, node), state, now)
 
-    def _close_hw_stall(self, partition: str, state: dict[str, Any], now: int) -> None:
+    def _close_hw_stall(self, key: tuple[str, str], state: dict[str, Any], now: int) -> None:
         since = state["waiting_ms"]
         if since is not None and now - since >= HW_STALL_MS:
             self.facts.hw_stalls.append(
-                {"partition": partition, "leader": state["leader"], "from_ms": since, "to_ms": now,
-                 "high_watermark": state["hw"]}
+                {"partition": key[0], "leader": key[1], "from_ms": since, "to_ms": now, "high_watermark": state["hw"]}
             )
 
     # consumers and groups
@@ -262,17 +292,21 @@ class _Scan:
             for topic, partition, offset in e["offsets"]:
                 self.committed[(e["group_id"], f"{topic}-{partition}")] = offset
 
+    # A group's events are keyed by its coordinator too: a coordinator cut off from the cluster
+    # can go on with the group while another broker coordinates it.
+
     def _on_group_member_added(self, e: dict[str, Any]) -> None:
-        self.last_member_event[e["group_id"]] = (e["ts_ms"], {"change": "joined", "member": e["member_id"], "reason": ""})
+        group = (e["node"], e["group_id"])
+        self.last_member_event[group] = (e["ts_ms"], {"change": "joined", "member": e["member_id"], "reason": ""})
 
     def _on_group_member_removed(self, e: dict[str, Any]) -> None:
-        group = e["group_id"]
+        group = (e["node"], e["group_id"])
         self.last_member_event[group] = (e["ts_ms"], {"change": "removed", "member": e["member_id"], "reason": e["reason"]})
         if group in self.rebalance:
             self.rebalance[group]["removed"].append([e["member_id"], e["reason"]])
 
     def _on_group_state_changed(self, e: dict[str, Any]) -> None:
-        group = e["group_id"]
+        group = (e["node"], e["group_id"])
         if e["state"] == "PreparingRebalance" and group not in self.rebalance:
             ts, trigger = self.last_member_event.get(group, (None, None))
             self.rebalance[group] = {"began_ms": e["ts_ms"], "trigger": trigger if ts == e["ts_ms"] else None, "removed": []}
@@ -280,10 +314,11 @@ class _Scan:
             self.rebalance.pop(group, None)
 
     def _on_generation_started(self, e: dict[str, Any]) -> None:
-        started = self.rebalance.pop(e["group_id"], {"began_ms": None, "trigger": None, "removed": []})
+        started = self.rebalance.pop((e["node"], e["group_id"]), {"began_ms": None, "trigger": None, "removed": []})
         self.facts.rebalances.append(
             {
                 "group_id": e["group_id"],
+                "coordinator": e["node"],
                 "generation_id": e["generation_id"],
                 "members": list(e["members"]),
                 "formed_ms": e["ts_ms"],
@@ -295,8 +330,8 @@ class _Scan:
         facts = self.facts
         for gap in self.leaderless.values():
             facts.leaderless.append(gap)
-        for partition, state in self.hw.items():
-            self._close_hw_stall(partition, state, facts.end_ms)
+        for key, state in self.hw.items():
+            self._close_hw_stall(key, state, facts.end_ms)
         for rebalance in facts.rebalances:  # member ids are known by the end, if not when they joined
             rebalance["members"] = sorted(self.member_node.get(m, m) for m in rebalance["members"])
             rebalance["removed"] = [[self.member_node.get(m, m), why] for m, why in rebalance["removed"]]

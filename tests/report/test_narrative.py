@@ -33,18 +33,18 @@ def test_the_story_of_a_leader_crash_and_a_consumer_crash(story_run: tuple[dict[
     assert story.moments == [
         "At 0.0 s broker-3 became the controller (epoch 1).",
         "At 0.1 s the controller broker-3 elected the first leaders of T-0, T-1 and 50 partitions of __consumer_offsets.",
-        "At 6.1 s group g formed generation 1 with consumer-1 and consumer-2.",
+        "At 6.1 s group g (coordinator broker-1) formed generation 1 with consumer-1 and consumer-2.",
         "At 8.0 s broker-1 crashed (process); it restarted at 28.0 s.",
-        "From 8.0 s T-0 and 17 partitions of __consumer_offsets had no live leader for 16.0 s (broker-1 was down) "
-        "until 24.0 s.",
+        "From 8.0 s T-0 and 17 partitions of __consumer_offsets had no live leader for 16.0 s, until 24.0 s: "
+        "broker-1, their leader, crashed.",
         "At 15.0 s consumer-1 crashed (process); its partition T-0 had no owner for 21.3 s until generation 2; it had "
         "processed 799 records without having committed, read again by consumer-2 (crash_before_commit).",
         "At 24.0 s the controller broker-3 elected new leaders (offline election) of T-0 and 17 partitions of "
         "__consumer_offsets: T-0 to broker-2.",
         "At 24.0 s broker-1 left the ISR of 33 partitions of __consumer_offsets.",
-        "At 28.1 s broker-1 rejoined the ISR of T-0 and 50 partitions of __consumer_offsets.",
-        "At 34.0 s consumer-1 was expelled (session timeout) and group g began a rebalance; generation 2 formed 2.2 s "
-        "later with consumer-2.",
+        "Between 28.1 s and 28.7 s broker-1 rejoined the ISR of T-0 and 50 partitions of __consumer_offsets.",
+        "At 34.0 s consumer-1 was expelled (session timeout) and group g (coordinator broker-2) began a rebalance; "
+        "generation 2 formed 2.2 s later with consumer-2.",
         "At 36.6 s consumer-2 processed again 799 records (crash_before_commit): T-0 offsets 0 to 798; its previous "
         "owner crashed after processing them but before committing their offsets, and the next owner resumed from "
         "the last committed offset (at-least-once delivery).",
@@ -62,7 +62,7 @@ def test_the_facts_behind_it(story_run: tuple[dict[str, Any], RunFacts]) -> None
          "last_commit_ms": None, "last_commit_kind": None}
     ]
     assert [g for g in facts.leaderless if g["partition"] == "T-0"] == [
-        {"partition": "T-0", "from_ms": 8000, "to_ms": 24038, "broker": 1}
+        {"partition": "T-0", "from_ms": 8000, "to_ms": 24042, "broker": 1, "lost_by": "node_crashed", "resumed_by": 2}
     ]
     # an eager rebalance revokes consumer-2's T-1 too; the holds of generation 2 last to the end
     assert [(h["consumer"], h["partition"], h["generation_id"], h["from_ms"], h["to_ms"], h["ended_by"])
@@ -101,7 +101,8 @@ def test_lost_writes_and_log_duplicates_come_first_with_their_partitions() -> No
 
 def test_a_quiet_run_says_so() -> None:
     assert narrate(_summary(), RunFacts(end_ms=5000)).lines() == [
-        "No acknowledged write was lost, none was written twice, and no record was processed twice.",
+        "No acknowledged write was lost, none was written twice, no record was processed twice, and no record was "
+        "skipped.",
         "Figures: 10 events over 5.0 s simulated.",
     ]
 
