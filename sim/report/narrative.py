@@ -15,6 +15,7 @@ from typing import Any
 from sim.report.narrative_groups import (
     consumer_crash,
     duplicate_moments,
+    out_of_group_moments,
     owner_gap_moments,
     rebalance_moments,
     skip_moments,
@@ -151,6 +152,7 @@ def _moments(summary: dict[str, Any], facts: RunFacts) -> list[tuple[int, int, s
     out += _fault_moments(summary, facts)
     out += rebalance_moments(facts)
     out += owner_gap_moments(facts)
+    out += out_of_group_moments(facts)
     out += duplicate_moments(summary)
     out += skip_moments(summary)
     out += _lost_moments(summary, facts)

@@ -9,7 +9,7 @@ from typing import Any
 from sim.report.narrative_text import GAP_MS, grouped, join, node_order, partitions, seconds, span
 from sim.report.run_facts import RunFacts
 
-__all__ = ["CAUSE_WHY", "SKIP_WHY", "consumer_crash", "duplicate_moments", "owner_gap_moments", "rebalance_moments", "skip_moments"]
+__all__ = ["CAUSE_WHY", "SKIP_WHY", "consumer_crash", "duplicate_moments", "owner_gap_moments", "out_of_group_moments", "rebalance_moments", "skip_moments"]
 
 CAUSE_WHY = {
     "crash_before_commit": "its previous owner crashed after processing them but before committing their offsets, "
@@ -43,6 +43,16 @@ SKIP_WHY = {
     "records were never processed",
 }
 
+COMMIT_WORDS = {
+    "auto": "auto-commit",
+    "join_prepare": "auto-commit before a rebalance",
+    "sync": "commitSync",
+    "async": "commitAsync",
+    "revoke": "commit in onPartitionsRevoked",
+    "close": "commit on close()",
+}
+"""A commit's kind (offset_commit_sent) as the story names it."""
+
 
 def consumer_crash(crash: dict[str, Any], summary: dict[str, Any], facts: RunFacts) -> str:
     node, at, held = crash["consumer"], crash["ts_ms"], crash["partitions"]
@@ -55,10 +65,15 @@ def consumer_crash(crash: dict[str, Any], summary: dict[str, Any], facts: RunFac
     if crash["last_commit_ms"] is None:
         since = "without having committed"
     else:
-        kind = "auto-commit" if crash["last_commit_kind"] == "auto" else f"{crash['last_commit_kind']} commit"
+        kind = COMMIT_WORDS.get(crash["last_commit_kind"], f"{crash['last_commit_kind']} commit")
         since = f"since its last {kind} at {seconds(crash['last_commit_ms'])}"
     text += f"; it had processed {crash['uncommitted']} records {since}"
-    spans = [s for s in summary.get("duplicate_spans", []) if s["partition"] in held and s["from_ms"] >= at]
+    ranges = crash.get("uncommitted_ranges", {})
+    spans = [  # the duplicates of what it processed and had not committed, read after its crash
+        s for s in summary.get("duplicate_spans", [])
+        if s["partition"] in ranges and s["from_ms"] >= at
+        and s["first_offset"] < ranges[s["partition"]][1] and s["end_offset"] > ranges[s["partition"]][0]
+    ]
     if spans:
         readers = sorted({s["consumer"] for s in spans}, key=node_order)
         causes = sorted({s["cause"] for s in spans})
@@ -229,5 +244,30 @@ def skip_moments(summary: dict[str, Any]) -> list[tuple[int, int, str]]:
         out.append((first, 6, (
             f"{when} {who} moved group {spans[0]['group_id']} past {count} records that no member processed "
             f"({cause}): {pieces}{more}; {SKIP_WHY.get(cause, 'no rule of the accounting explains it')}."
+        )))
+    return out
+
+
+REMOVED_WHY = {
+    "session_timeout": "its session timed out",
+    "not_rejoined": "it did not rejoin the rebalance in time",
+    "sync_timeout": "it sent no SyncGroup in time",
+    "replaced": "another process took its group.instance.id",
+    "group_max_size": "the group was full",
+}
+
+
+def out_of_group_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
+    """A running consumer that its coordinator removed: a zombie while it goes on, until a
+    generation takes it back."""
+    out = []
+    for o in facts.out_of_group:
+        to = facts.end_ms if o["to_ms"] is None else o["to_ms"]
+        if to - o["from_ms"] < GAP_MS:
+            continue
+        until = f"until generation {o['generation_id']} took it back" if o["to_ms"] is not None else "to the end of the run"
+        out.append((o["from_ms"], 5, (
+            f"From {seconds(o['from_ms'])} {o['consumer']}, still running, was out of group {o['group_id']} for "
+            f"{span(to - o['from_ms'])}, {until}: the coordinator removed it ({REMOVED_WHY.get(o['reason'], o['reason'])})."
         )))
     return out

@@ -62,9 +62,15 @@ class RunFacts:
     `began_ms` (PreparingRebalance, or null), `trigger` (the member change that began it:
     `change`, joined or removed, `member`, its consumer, `reason`; or null), `removed`
     ([consumer, reason] of members removed meanwhile), `formed_ms`."""
+    out_of_group: list[dict[str, Any]] = field(default_factory=list)
+    """Spells of a running consumer out of its group: `consumer`, `group_id`, `from_ms` (the
+    coordinator removed its member, for any reason but its own LeaveGroup), `reason`, `to_ms`
+    and `generation_id` (the first generation with a member of it again; null: none)."""
     consumer_crashes: list[dict[str, Any]] = field(default_factory=list)
-    """`consumer`, `ts_ms`, `kind`, `partitions` (it held), `uncommitted` (records it had
-    processed above the group's committed offsets), `last_commit_ms`, `last_commit_kind`."""
+    """`consumer`, `ts_ms`, `kind`, `partitions` (it held), `uncommitted` (records this process
+    had processed above the group's committed offsets), `uncommitted_ranges` (partition ->
+    [committed offset, end of what it processed], where it processed more), `last_commit_ms`,
+    `last_commit_kind`."""
 
 
 def scan_events(path: Path, end_ms: int = 0) -> RunFacts:
@@ -99,6 +105,8 @@ class _Scan:
         self.committed: dict[tuple[str, str], int] = {}
         self.processed: dict[tuple[str, str, str], int] = {}  # (node, group, tp) -> end offset
         self.last_commit: dict[str, tuple[int, str]] = {}
+        self.up: set[str] = set()  # nodes whose process runs
+        self.removals: dict[tuple[str, str], dict[str, Any]] = {}  # (group, member id) -> its first removal
         self.pending_commits: dict[tuple[str, int], str] = {}
 
     def see(self, e: dict[str, Any]) -> None:
@@ -114,7 +122,12 @@ class _Scan:
     def _on_fault(self, e: dict[str, Any]) -> None:
         keys = ("ts_ms", "event", "target", "kind", "action", "until_ms", "side_a", "side_b", "one_way", "incarnation", "reason")
         self.facts.faults.append({k: e.get(k) for k in keys})
+        if e["event"] == "node_started":
+            self.up.add(e["target"])
+            for key in [k for k in self.processed if k[0] == e["target"]]:  # a new process starts from the committed offsets
+                del self.processed[key]
         if e["event"] in ("node_crashed", "node_stopped"):
+            self.up.discard(e["target"])
             self._node_down(e)
 
     def _node_down(self, e: dict[str, Any]) -> None:
@@ -130,12 +143,12 @@ class _Scan:
         held = sorted(tp for (holder, tp) in self.open_holds if holder == node)
         if e["event"] == "node_crashed" and held:
             group = self.open_holds[(node, held[0])]["group_id"]
-            uncommitted = sum(
-                max(0, self.processed.get((node, group, tp), 0) - self.committed.get((group, tp), 0)) for tp in held
-            )
+            ranges = {tp: [self.committed.get((group, tp), 0), self.processed.get((node, group, tp), 0)] for tp in held}
             last_ms, last_kind = self.last_commit.get(node, (None, None))
             self.facts.consumer_crashes.append(
-                {"consumer": node, "ts_ms": now, "kind": e["kind"], "partitions": held, "uncommitted": uncommitted,
+                {"consumer": node, "ts_ms": now, "kind": e["kind"], "partitions": held,
+                 "uncommitted": sum(max(0, end - start) for start, end in ranges.values()),
+                 "uncommitted_ranges": {tp: r for tp, r in ranges.items() if r[1] > r[0]},
                  "last_commit_ms": last_ms, "last_commit_kind": last_kind}
             )
         for tp in held:
@@ -304,6 +317,10 @@ class _Scan:
         self.last_member_event[group] = (e["ts_ms"], {"change": "removed", "member": e["member_id"], "reason": e["reason"]})
         if group in self.rebalance:
             self.rebalance[group]["removed"].append([e["member_id"], e["reason"]])
+        node = self.member_node.get(e["member_id"])
+        if e["reason"] != "leave" and node in self.up and (e["group_id"], e["member_id"]) not in self.removals:
+            self.removals[(e["group_id"], e["member_id"])] = {
+                "consumer": node, "group_id": e["group_id"], "from_ms": e["ts_ms"], "reason": e["reason"]}
 
     def _on_group_state_changed(self, e: dict[str, Any]) -> None:
         group = (e["node"], e["group_id"])
@@ -337,6 +354,12 @@ class _Scan:
             rebalance["removed"] = [[self.member_node.get(m, m), why] for m, why in rebalance["removed"]]
             if rebalance["trigger"] is not None:
                 rebalance["trigger"]["member"] = self.member_node.get(rebalance["trigger"]["member"], "a new member")
+        for out in self.removals.values():
+            back = [r for r in facts.rebalances if r["group_id"] == out["group_id"] and r["formed_ms"] > out["from_ms"]
+                    and out["consumer"] in r["members"]]
+            out["to_ms"], out["generation_id"] = (back[0]["formed_ms"], back[0]["generation_id"]) if back else (None, None)
+            facts.out_of_group.append(out)
+        facts.out_of_group.sort(key=lambda o: (o["from_ms"], o["consumer"]))
         facts.leaderless.sort(key=lambda g: (g["from_ms"], g["partition"]))
         facts.hw_stalls.sort(key=lambda s: (s["from_ms"], s["partition"]))
         return facts

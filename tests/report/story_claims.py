@@ -457,7 +457,9 @@ class Checker:
             return "it had committed"
         if commit is not None:
             kind_of, since = commit.rsplit(" at ", 1)
-            expected = "auto-commit" if last and last[1] == "auto" else f"{last[1] if last else None} commit"
+            words = {"auto": "auto-commit", "join_prepare": "auto-commit before a rebalance", "sync": "commitSync",
+                     "async": "commitAsync", "revoke": "commit in onPartitionsRevoked", "close": "commit on close()"}
+            expected = words.get(last[1]) if last else None
             if last is None or s(last[0]) != since or kind_of != expected:
                 return f"its last commit was {last}"
         if readers:
@@ -564,6 +566,24 @@ class Checker:
 
         return covered(parts, holds, sorted({h.partition for h in self.holds if h.group == group}))
 
+    def out_of_group(self, start: str, node: str, group: str, length: str, generation: str | None, why: str) -> str | None:
+        """The coordinator removed a member of `node` then, not for a LeaveGroup, while its
+        process ran; no generation had a member of it until `generation`'s, `length` later."""
+        removed = [e for e in self.log.at("group_member_removed", start, group_id=group)
+                   if self.log.member_node.get(e["member_id"]) == node and e["reason"] != "leave"]
+        if not removed:
+            return "no removal then"
+        at = removed[0]["ts_ms"]
+        ups = [e for e in self.log.of("node_started", "node_crashed", "node_stopped") if e["target"] == node and e["ts_ms"] <= at]
+        if not ups or ups[-1]["event"] != "node_started":
+            return "its process was down"
+        back = [e for e in self.log.of("generation_started") if e["group_id"] == group and e["ts_ms"] > at
+                and node in {self.log.member_node.get(m) for m in e["members"]}]
+        to = back[0]["ts_ms"] if back else self.log.end
+        if s(to - at) != length or (generation is None) != (not back):
+            return f"it was out for {s(to - at)} s"
+        return None if generation is None or back[0]["generation_id"] == int(generation) else "another generation took it back"
+
     def duplicates(self, first: str, last: str | None, readers: str, n: str, cause: str, pieces: str) -> str | None:
         counted = recount(self.log.events)
         if counted.by_cause.get(cause, 0) != int(n):
@@ -648,6 +668,8 @@ SENTENCES: list[tuple[str, str]] = [
      rf"timeout\)|was removed \(\w+\)): generations (\d+) to (\d+), each formed in .*", "rebalances"),
     (rf"From {T} (.+) of group (\S+) had no owner \((.+?)\) for {T}, (?:until generation (\d+)|to the end of the run)\.",
      "owner_gap"),
+    (rf"From {T} (consumer-\d+), still running, was out of group (\S+) for {T}, (?:until generation (\d+) took it back|to "
+     r"the end of the run): the coordinator removed it \((.+)\)\.", "out_of_group"),
     (rf"(?:At {T}|From {T} to {T}) (.+) processed again (\d+) records \((\w+)\): (.+?); .*", "duplicates"),
     (rf"(?:At {T}|From {T} to {T}) (.+) moved group (\S+) past (\d+) records that no member processed \((\w+)\): (.+?); "
      r".*", "skips"),

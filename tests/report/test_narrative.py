@@ -59,7 +59,7 @@ def test_the_facts_behind_it(story_run: tuple[dict[str, Any], RunFacts]) -> None
     _, facts = story_run
     assert facts.consumer_crashes == [
         {"consumer": "consumer-1", "ts_ms": 15000, "kind": "process", "partitions": ["T-0"], "uncommitted": 799,
-         "last_commit_ms": None, "last_commit_kind": None}
+         "uncommitted_ranges": {"T-0": [0, 799]}, "last_commit_ms": None, "last_commit_kind": None}
     ]
     assert [g for g in facts.leaderless if g["partition"] == "T-0"] == [
         {"partition": "T-0", "from_ms": 8000, "to_ms": 24042, "broker": 1, "lost_by": "node_crashed", "resumed_by": 2}
