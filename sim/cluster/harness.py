@@ -36,7 +36,7 @@ from sim.cluster.faults import (
 from sim.cluster.ground_truth import log_figures, replica_logs
 from sim.cluster.group_invariants import GroupInvariants
 from sim.cluster.invariants import Invariants
-from sim.cluster.scenario import Scenario
+from sim.cluster.scenario import Scenario, blame_overrides
 from sim.cluster.skips import SkipAccounting
 from sim.cluster.wiring import admin_spec, consumer_configs, node_specs
 from sim.engine.disk import CrashKind, Disk
@@ -49,7 +49,15 @@ __all__ = ["Client", "Cluster", "check_scenario"]
 
 
 def check_scenario(scenario: Scenario) -> list[Fault]:
-    """The scenario's faults, checked against its nodes and resolved (raises `FaultError`)."""
+    """The scenario's faults, checked against its nodes and resolved (raises `FaultError`,
+    naming the `--set` that brought the mistake, if one did)."""
+    try:
+        return _check_faults(scenario)
+    except FaultError as exc:
+        raise blame_overrides(scenario.text, scenario.source, scenario.overrides, exc, _check_faults) from None
+
+
+def _check_faults(scenario: Scenario) -> list[Fault]:
     names = sorted(spec.name for spec in node_specs(scenario))
     consumers = {c.name: c.group_id for c in consumer_configs(scenario)}
     faults = []
