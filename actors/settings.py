@@ -14,7 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ACKS", "Setting", "SettingError", "check_table", "check_value", "describe", "setting", "suggest"]
+__all__ = [
+    "ACKS", "Setting", "SettingError", "check_table", "check_value", "describe", "is_list", "parse_list", "setting", "suggest",
+]
 
 ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1, -1: -1, 0: 0, 1: 1}
 """The values `acks` takes, written as Kafka accepts them, and what each means."""
@@ -89,6 +91,8 @@ def check_value(setting: Setting, value: Any) -> Any:
         return ACKS[value]
     if kind is float and type(value) is int:
         value = float(value)
+    if kind in _LIST_KINDS and type(value) is str:
+        value = parse_list(setting, value)
     if kind in (int, float, bool, str):
         if type(value) is not kind:
             expected = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
@@ -108,6 +112,46 @@ def check_value(setting: Setting, value: Any) -> Any:
         msg = f"{at}: {value!r} is not one of {options}{suggest(str(value), setting.choices)}"
         raise SettingError(msg)
     return value
+
+
+_LIST_KINDS = (list[str], list[int], list[list[str]], list[list[int]])
+
+
+def is_list(setting: Setting) -> bool:
+    """The setting takes a list (and so also Kafka's comma-separated string)."""
+    return setting.kind in _LIST_KINDS
+
+
+def parse_list(setting: Setting, text: str) -> list[Any]:
+    """A list setting written as Kafka's properties write one: items separated by commas, the
+    whitespace around them ignored (`ConfigDef`'s LIST type); a blank string is the empty list.
+    A list of lists takes the form of `kafka-topics --replica-assignment`: commas between the
+    lists, colons inside one (`1:2:3,2:3:1`). An empty item is refused, naming the key."""
+    if not text.strip():
+        return []
+    if setting.kind in (list[list[str]], list[list[int]]):
+        return [_items(setting, part, text, ":") for part in _split(setting, text, text, ",")]
+    return _items(setting, text, text, ",")
+
+
+def _split(setting: Setting, text: str, whole: str, sep: str) -> list[str]:
+    parts = [part.strip() for part in text.split(sep)]
+    if "" in parts:
+        msg = f"{setting.key}: an empty item in {whole!r} (items are separated by {sep!r})"
+        raise SettingError(msg)
+    return parts
+
+
+def _items(setting: Setting, text: str, whole: str, sep: str) -> list[Any]:
+    parts = _split(setting, text, whole, sep)
+    if setting.kind not in (list[int], list[list[int]]):
+        return parts
+    try:
+        return [int(part) for part in parts]
+    except ValueError:
+        bad = next(part for part in parts if not part.lstrip("+-").isdigit())
+        msg = f"{setting.key}: {bad!r} in {whole!r} is not an integer"
+        raise SettingError(msg) from None
 
 
 def _is_list_of(value: Any, kind: Any) -> bool:

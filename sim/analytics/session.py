@@ -8,8 +8,10 @@ this interpreter (`PYSPARK_PYTHON`), so they can import the project.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -97,9 +99,39 @@ def spark_session(master: str = "local[*]", *, testing: bool = False, quiet: boo
         # checkpointed steps bring full collections (the analytics bench's warm run takes
         # 8.4 s with 2 GB, 9.6 to 10.0 s without); `analyze` also caches every event it reads.
         builder = builder.config("spark.driver.memory", "2g")
+    _launch_gateway(builder._options)  # noqa: SLF001 - the options getOrCreate would launch with
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(level.upper())
     return session
+
+
+_INCUBATOR_NOTICE = b"WARNING: Using incubator modules:"
+"""The JVM's line at start-up when a module of the incubator is resolved. Spark 4's launcher
+adds `--add-modules=jdk.incubator.vector` to every driver's command line (`JavaModuleOptions`),
+and no JVM option hides the notice, which tells a user of kafkasim nothing."""
+
+
+def _launch_gateway(options: dict[str, Any]) -> None:
+    """Start the driver's JVM as `getOrCreate` would, with the same options, but with its
+    stderr passed through a thread that leaves out the incubator notice and hands on every
+    other byte (Spark's own errors) to this process's stderr. A JVM already running (an
+    earlier session of this process) is reused, as PySpark does."""
+    from pyspark import SparkConf, SparkContext  # noqa: PLC0415
+    from pyspark.java_gateway import launch_gateway  # noqa: PLC0415
+
+    if SparkContext._gateway is not None:  # noqa: SLF001 - PySpark's one handle on its JVM
+        return
+    conf = SparkConf().setAll(list(options.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    threading.Thread(target=_pass_stderr, args=(gateway.proc.stderr,), name="spark-stderr", daemon=True).start()
+    SparkContext._ensure_initialized(gateway=gateway)  # noqa: SLF001 - the session then uses this JVM
+
+
+def _pass_stderr(stream: Any) -> None:
+    """Copy the JVM's stderr to ours, line by line, without the incubator notice."""
+    for line in iter(stream.readline, b""):
+        if not line.startswith(_INCUBATOR_NOTICE):
+            os.write(2, line)
 
 
 def together(*work: Callable[[], Any]) -> list[Any]:

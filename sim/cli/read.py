@@ -20,6 +20,8 @@ def analyze(args: argparse.Namespace) -> int:
     from sim.analytics.prescan import BadEventLog, check_event_log  # noqa: PLC0415
 
     for run_dir in args.run_dirs:
+        if not run_dir.exists():
+            return usage_error(f"analyze: {run_dir}: no such run directory")
         if not (run_dir / "events.jsonl").is_file():
             return usage_error(f"{run_dir}: not a run directory (no events.jsonl)")
         # Said before Spark's start and jobs, not after them.

@@ -13,6 +13,9 @@ the seed, so every log says how to reproduce it.
 
 from __future__ import annotations
 
+import copy
+import time
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -25,6 +28,7 @@ from actors.request_log import RequestLog
 from sim.cluster.accounting import GroupAccounting
 from sim.cluster.admin import AdminDesk, AdminRequest, check_admin_fault, lag_rows
 from sim.cluster.client import CLIENT_ACTOR, Client
+from sim.cluster.fault_methods import FaultMethods
 from sim.cluster.faults import (
     Fault,
     FaultContext,
@@ -36,20 +40,30 @@ from sim.cluster.faults import (
 from sim.cluster.ground_truth import log_figures, replica_logs
 from sim.cluster.group_invariants import GroupInvariants
 from sim.cluster.invariants import Invariants
-from sim.cluster.scenario import Scenario
+from sim.cluster.rundir import ClusterError, build_summary, prepare_for_api, write_run_dir
+from sim.cluster.scenario import Scenario, blame_overrides
 from sim.cluster.skips import SkipAccounting
 from sim.cluster.wiring import admin_spec, consumer_configs, node_specs
-from sim.engine.disk import CrashKind, Disk
+from sim.engine.disk import Disk
 from sim.engine.eventlog import EventLog
-from sim.engine.kernel import ActorSpec, HostKind, Kernel, NodeSpec, StopReason
+from sim.engine.kernel import ActorSpec, HostKind, Kernel, NodeSpec, SimulationFailed, StopReason
 from sim.engine.network import NetworkConfig
 from sim.engine.trace import LOG_SCHEMA_VERSION
 
-__all__ = ["Client", "Cluster", "check_scenario"]
+__all__ = ["Client", "Cluster", "ClusterError", "check_scenario"]
+
 
 
 def check_scenario(scenario: Scenario) -> list[Fault]:
-    """The scenario's faults, checked against its nodes and resolved (raises `FaultError`)."""
+    """The scenario's faults, checked against its nodes and resolved (raises `FaultError`,
+    naming the `--set` that brought the mistake, if one did)."""
+    try:
+        return _check_faults(scenario)
+    except FaultError as exc:
+        raise blame_overrides(scenario.text, scenario.source, scenario.overrides, exc, _check_faults) from None
+
+
+def _check_faults(scenario: Scenario) -> list[Fault]:
     names = sorted(spec.name for spec in node_specs(scenario))
     consumers = {c.name: c.group_id for c in consumer_configs(scenario)}
     faults = []
@@ -72,7 +86,7 @@ def _check_admin(scenario: Scenario, fault: Fault, where: str) -> None:
     check_admin_fault(fault, {t["name"]: t["partitions"] for t in scenario.topics}, where)
 
 
-class Cluster:
+class Cluster(FaultMethods):
     """A running simulation of one scenario."""
 
     def __init__(
@@ -83,14 +97,29 @@ class Cluster:
         host: HostKind = HostKind.PYKKA,
         znodes: tuple[tuple[str, str, int], ...] = (),
         disks: dict[str, Disk] | None = None,
+        run_dir: str | Path | None = None,
     ) -> None:
         """A cluster can start from a history: `znodes`, `(path, data, version)` the
         coordination service holds besides the topics (a controller epoch, partition states);
-        `disks`, what a node's disk holds (by node name)."""
+        `disks`, what a node's disk holds (by node name). `run_dir`: the run directory to
+        write, as `kafkasim run` writes one: prepared now (an earlier run's files removed),
+        with `scenario.toml` and the event log as it is written; `write_run()` adds the
+        summary and the report."""
         self.scenario = scenario
         # Checked before the kernel starts: a bad scenario leaves no host threads or CPU hold.
         specs = node_specs(scenario, znodes)
         faults = check_scenario(scenario)
+        self._started = time.perf_counter()
+        self._closed = False
+        self._failure: tuple[str, str] | None = None
+        self.run_dir = None if run_dir is None else Path(run_dir)
+        if self.run_dir is not None:
+            if events_path is not None:
+                msg = "Cluster: give run_dir or events_path, not both (the log of a run directory is its events.jsonl)"
+                raise ClusterError(msg)
+            prepare_for_api(self.run_dir)
+            (self.run_dir / "scenario.toml").write_text(scenario.to_toml(), encoding="utf-8")
+            events_path = self.run_dir / "events.jsonl"
         net = scenario.sections["network"]
         self.kernel = Kernel(
             seed=scenario.seed,
@@ -143,18 +172,27 @@ class Cluster:
             end = until_ms
         else:
             end = self.scenario.get("run", "duration.ms")
-        return self.kernel.run(end, condition=until, max_events=max_events)
+        return self._failing(lambda: self.kernel.run(end, condition=until, max_events=max_events))
 
     def run_to_end(self, between_windows: Callable[[Kernel], bool] | None = None) -> StopReason:
         """Run the scenario's `duration.ms`, honouring its `max.events`; `between_windows` is
         called after each window and stops the run by returning True."""
         limit = self.scenario.get("run", "max.events") or None
         check = None if between_windows is None else (lambda: between_windows(self.kernel))
-        return self.kernel.run(
-            self.scenario.get("run", "duration.ms"), condition=check, max_events=limit
+        return self._failing(
+            lambda: self.kernel.run(self.scenario.get("run", "duration.ms"), condition=check, max_events=limit)
         )
 
+    def _failing(self, run: Callable[[], StopReason]) -> StopReason:
+        """Run, keeping a simulator failure for the summary (and failure.txt) before raising it."""
+        try:
+            return run()
+        except SimulationFailed as exc:
+            self._failure = (str(exc), traceback.format_exc())
+            raise
+
     def close(self) -> None:
+        self._closed = True
         try:
             self.kernel.shutdown()
         finally:
@@ -177,71 +215,6 @@ class Cluster:
             _check_admin(self.scenario, fault, f"admin {fault.operation}")
         schedule_fault(self.kernel, fault, self._fault_context)
         self.kernel.apply_due()
-
-    def crash(self, node: str, kind: str = "process") -> None:
-
-        self.inject(Fault("crash", node=node, crash_kind=CrashKind(kind)))
-
-    def restart(self, node: str) -> None:
-        self.inject(Fault("restart", node=node))
-
-    def shutdown(self, node: str, *, exit_after_ms: int = 0, restart_after_ms: int | None = None) -> None:
-        """Stop a broker as an operator does: a controlled shutdown (with
-        `controlled.shutdown.enable`), then the process exits; optionally it restarts later."""
-        self.inject(Fault("shutdown", node=node, exit_after_ms=exit_after_ms, restart_after_ms=restart_after_ms))
-
-    def pause(self, node: str, duration_ms: int) -> None:
-        self.inject(Fault("pause", node=node, duration_ms=duration_ms))
-
-    def partition(self, side_a: list[str], side_b: list[str], *, one_way: bool = False) -> None:
-        self.inject(Fault("partition", side_a=tuple(side_a), side_b=tuple(side_b), one_way=one_way))
-
-    def isolate(self, *nodes: str) -> None:
-        self.inject(Fault("partition", isolate=nodes))
-
-    def heal(self) -> None:
-        self.inject(Fault("heal"))
-
-    def link_fault(self, kind: str, **params: Any) -> None:
-        """`drop`, `delay`, `duplicate`, `reorder` or `corrupt`, with `Fault`'s parameters."""
-        self.inject(Fault(kind, **params))
-
-    # The application around a consumer, and its operator.
-
-    def close_consumer(self, node: str) -> None:
-        """The consumer's application calls `close()`."""
-        self.inject(Fault("close", node=node))
-
-    def unsubscribe(self, node: str) -> None:
-        self.inject(Fault("unsubscribe", node=node))
-
-    def stall(self, node: str, duration_ms: int) -> None:
-        """The processing in hand takes `duration_ms` longer."""
-        self.inject(Fault("stall", node=node, duration_ms=duration_ms))
-
-    def slow(self, node: str, process_record_ms: int, duration_ms: int | None = None) -> None:
-        """From now, each record the consumer's application processes takes
-        `process_record_ms`, for `duration_ms` (None: to the end), then its configured time."""
-        self.inject(Fault("slow", node=node, process_record_ms=process_record_ms, duration_ms=duration_ms))
-
-    def rolling_restart(
-        self,
-        nodes: list[str] | None = None,
-        *,
-        group: str | None = None,
-        interval_ms: int = 10_000,
-        down_ms: int = 0,
-    ) -> None:
-        """Close and restart consumers one after the other: `nodes` in order, or every
-        consumer of `group`, in node order (sim.cluster.faults._RollingRestart)."""
-        self.inject(
-            Fault("rolling_restart", nodes=tuple(nodes or ()), group=group, interval_ms=interval_ms, down_ms=down_ms)
-        )
-
-    def zombie(self, node: str, duration_ms: int | None = None) -> None:
-        """Cut the consumer off from its group's coordinator (as it is now) both ways, for
-        `duration_ms` (None: until a heal); it still reaches the partitions' leaders."""
-        self.inject(Fault("zombie", node=node, duration_ms=duration_ms))
 
     # The operator's group commands (`kafka-consumer-groups`), through the admin client. Each
     # is sent now; its outcome is read once the run has gone on (`AdminRequest.result`).
@@ -338,8 +311,16 @@ class Cluster:
         return self.kernel.addresses()
 
     def state(self, node: str, actor: str) -> dict[str, Any]:
-        """An actor's state as plain data."""
-        return self.kernel.snapshot(Address(node, actor))
+        """An actor's state as plain data, of a running node (`ClusterError` otherwise, naming
+        what can be read)."""
+        address = Address(node, actor)
+        try:
+            return self.kernel.snapshot(address)
+        except KeyError:
+            live = self.kernel.addresses()
+            if address in live:
+                raise
+            raise ClusterError(_no_state(node, actor, self.kernel.nodes, live)) from None
 
     def final_checks(self) -> dict[str, Any]:
         """The end-of-run checks against ground truth (docs/run-directory.md): the final logs
@@ -349,3 +330,48 @@ class Cluster:
         brokers = range(1, self.scenario.get("cluster", "brokers") + 1)
         figures, logs = log_figures(self.scenario.producers, producers, replica_logs(self.kernel, brokers))
         return {**figures, **self.groups.summary(), **self.skips.figures(logs)}
+
+    # ------------------------------------------------------------------ the run directory
+
+    def summary(self) -> dict[str, Any]:
+        """The run's `summary.json` as it stands now: the figures of the run so far, and at its
+        end (after `run_to_end()`) the same object `kafkasim run` writes, but `wall_s`. The
+        end-of-run checks are made on the logs as they are now; a run the simulator failed
+        has none, as in `kafkasim run`. Read it before `close()`."""
+        if self._closed:
+            msg = "summary(): the cluster is closed; read the summary before close() (inside the with block)"
+            raise ClusterError(msg)
+        checks = {} if self._failure else copy.deepcopy(self.final_checks())
+        summary = build_summary(self.scenario, self.kernel, time.perf_counter() - self._started)
+        summary.update(checks)
+        summary["failure"] = None if self._failure is None else self._failure[0]
+        return summary
+
+    def write_run(self, path: str | Path | None = None, *, report: bool = True) -> Path:
+        """Write the whole run directory of the run so far: `events.jsonl`, `scenario.toml`,
+        `summary.json` (`summary()`), `failure.txt` if the simulator failed, and `report.html`
+        unless `report=False`; `kafkasim report` and `kafkasim analyze` read it like any run.
+        Into `run_dir` by default; into another `path` the event log is copied (a cluster
+        keeps one only with `run_dir` or `events_path`). Returns the directory."""
+        out = self.run_dir if path is None else Path(path)
+        if out is None:
+            msg = "write_run(): name the directory (write_run(PATH)), or create the Cluster with run_dir=PATH"
+            raise ClusterError(msg)
+        summary = self.summary()
+        self.kernel.event_log.flush()
+        in_place = self.run_dir is not None and out.resolve() == self.run_dir.resolve()
+        failure = None if self._failure is None else self._failure[1]
+        return write_run_dir(
+            out, self.scenario, summary, self.kernel.event_log.path, in_place=in_place, failure=failure, report=report
+        )
+
+
+def _no_state(node: str, actor: str, nodes: list[str], live: list[Address]) -> str:
+    """Why `state(node, actor)` has nothing to read, and what it can read."""
+    if node not in nodes:
+        return f"state(): no node {node!r}; the nodes are {', '.join(nodes)}"
+    on_node = sorted(a.actor for a in live if a.node == node)
+    if on_node:
+        return f"state(): {node} has no actor {actor!r}; its actors are {', '.join(on_node)}"
+    running = sorted({a.node for a in live if a.actor == actor}) or sorted({a.node for a in live})
+    return f"{node} is stopped: state() reads a running node; running: {', '.join(running) or 'none'}"

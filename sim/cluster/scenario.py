@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +26,10 @@ from actors.consumer import settings as consumer_settings
 from actors.group.placement import OFFSETS_TOPIC
 from actors.producer import settings as producer_settings
 from actors.profiles import Profile
-from actors.settings import ACKS, Setting, SettingError, check_table, describe, suggest
+from actors.settings import ACKS, Setting, SettingError, check_table, describe, is_list, suggest
 from sim.cluster.schema import ARRAYS, FAULT_COMMON, SECTIONS, TOPIC_LOG_SETTINGS
 
-__all__ = ["Scenario", "ScenarioError", "load_scenario", "parse_scenario", "replica_assignment"]
+__all__ = ["Scenario", "ScenarioError", "blame_overrides", "load_scenario", "parse_scenario", "replica_assignment"]
 
 
 class ScenarioError(ValueError):
@@ -47,6 +47,9 @@ class Scenario:
     topics: tuple[dict[str, Any], ...] = ()
     producers: tuple[dict[str, Any], ...] = ()
     consumers: tuple[dict[str, Any], ...] = ()
+    text: str = field(default="", repr=False, compare=False)
+    """The TOML it was read from, before `overrides`: an error found later can name its `--set`."""
+    overrides: tuple[str, ...] = field(default=(), compare=False)
 
     def get(self, section: str, key: str) -> Any:
         return self.sections[section][key]
@@ -146,29 +149,39 @@ def parse_scenario(text: str, source: str, overrides: Iterable[str] = ()) -> Sce
         else:
             msg = f"{source}: TOML syntax error: {exc}"
         raise ScenarioError(msg) from None
-    overrides = list(overrides)
+    overrides = tuple(overrides)
     for override in overrides:
         _apply_override(raw, override)
     try:
-        return _resolve(raw, source)
+        scenario = _resolve(raw, source)
     except ScenarioError as exc:
-        raise _blamed(text, source, overrides, exc) from None
+        raise blame_overrides(text, source, overrides, exc) from None
+    return replace(scenario, text=text, overrides=overrides)
 
 
-def _blamed(text: str, source: str, overrides: list[str], error: ScenarioError) -> ScenarioError:
-    """Where the file alone is valid, the error the first `--set` that brings one brings, naming
-    it: the user typed that value on the command line, not in the file."""
+def blame_overrides(
+    text: str,
+    source: str,
+    overrides: tuple[str, ...],
+    error: ValueError,
+    check: Callable[[Scenario], object] = lambda _: None,
+) -> ValueError:
+    """Where the file alone is valid (`check` included), the error the first `--set` that
+    brings one brings, naming that `--set` and not the file: the user typed the value on the
+    command line. Otherwise `error`, the file's own."""
+    if not overrides:
+        return error
     for count in range(len(overrides) + 1):
         raw = tomllib.loads(text)
         for override in overrides[:count]:
             _apply_override(raw, override)
         try:
-            _resolve(raw, source)
-        except ScenarioError as exc:
+            check(_resolve(raw, source))
+        except ValueError as exc:
             if count == 0:
                 return error  # the file's own
             what = str(exc).removeprefix(f"{source}: ")
-            return ScenarioError(f"{source} with --set {overrides[count - 1]!r}: {what}")
+            return type(exc)(f"--set {overrides[count - 1]!r}: {what}")
     return error
 
 
@@ -193,7 +206,8 @@ def _apply_override(raw: dict[str, Any], override: str) -> None:
             have = f"1 to {len(entries)}" if entries else "none: the scenario has no entries"
             msg = f"--set {override!r}: expected {section}.N.KEY, N the entry's number as in [[{section}]] #N ({have})"
             raise ScenarioError(msg)
-        entries[int(index_text) - 1][rest] = value
+        entry = entries[int(index_text) - 1]
+        entry[rest] = _list_text(value, text, _settings_of(section, entry), rest)
         return
     if section == "kafka" and rest == "version" and not isinstance(value, str):
         value = text.strip()
@@ -201,7 +215,23 @@ def _apply_override(raw: dict[str, Any], override: str) -> None:
     if not isinstance(table, dict):
         msg = f"--set {override!r}: [{section}] is not a section"
         raise ScenarioError(msg)
-    table[rest] = value
+    table[rest] = _list_text(value, text, SECTIONS.get(section, ()), rest)
+
+
+def _settings_of(array: str, entry: Any) -> tuple[Setting, ...]:
+    schema = ARRAYS[array]
+    if not isinstance(schema, dict):
+        return schema
+    kind = entry.get("kind") if isinstance(entry, dict) else None
+    return (*FAULT_COMMON, *schema.get(kind, ()))
+
+
+def _list_text(value: Any, text: str, settings: tuple[Setting, ...], key: str) -> Any:
+    """A list setting's `--set` value as typed: `--set faults.1.partitions=1` is the list
+    [1], as Kafka reads a one-item list; TOML would have read the integer 1."""
+    if isinstance(value, list | str) or not any(s.key == key and is_list(s) for s in settings):
+        return value
+    return text.strip()
 
 
 def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from sim.cluster.harness import Cluster
+from sim.cluster.rundir import build_summary
 from sim.cluster.scenario import Scenario
 from sim.engine.kernel import HostKind, Kernel, SimulationFailed
-from sim.engine.trace import LOG_SCHEMA_VERSION
 from sim.studies.rundir import prepare_run_dir
 
 __all__ = ["default_out_dir", "run_scenario"]
@@ -110,45 +110,6 @@ class _interrupt_requests:  # noqa: N801 - used as a context manager
     def _request(self, _signum: int, _frame: object) -> None:
         self._stop.set()
         signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-def build_summary(scenario: Scenario, kernel: Kernel, wall_s: float) -> dict[str, Any]:
-    """The public summary: every key of docs/run-directory.md, in that order."""
-    return {
-        "run_id": kernel.trace.run_id,
-        "scenario": scenario.name,
-        "kafka_version": scenario.profile.name,
-        "log_schema_version": LOG_SCHEMA_VERSION,
-        "seed": scenario.seed,
-        "sim_ms": kernel.now_ms,
-        "wall_s": round(wall_s, 3),
-        "events": kernel.event_log.count,
-        "events_digest": kernel.event_log.digest,
-        "deliveries": kernel.delivered,
-        "dropped_messages": kernel.dropped,
-        "produced": 0,
-        "acked": 0,
-        "lost_acked": 0,
-        "reused_offsets": 0,
-        "log_duplicates": 0,
-        "consumed": 0,
-        "duplicates": 0,
-        "duplicates_by_cause": {},
-        "duplicate_spans": [],
-        "skipped": 0,
-        "skipped_by_cause": {},
-        "skip_spans": [],
-        "processed_then_lost": 0,
-        "rebalances": 0,
-        "consumer_failures": [],
-        "invariant_violations": list(kernel.invariant_violations),
-        "diverged_replicas": [],
-        "lost_records": [],
-        "duplicated_records": [],
-        "rejected_frames": kernel.rejected_frames,
-        "interrupted": False,
-        "failure": None,
-    }
 
 
 def print_progress(every_s: float = 1.0) -> Callable[[Kernel], None]:

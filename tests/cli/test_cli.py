@@ -99,7 +99,7 @@ GROUP = '[run]\n"duration.ms" = 3000\n[cluster]\nbrokers = 1\n[broker]\n"offsets
             ["run", "s.toml"],
             "kafkasim: s.toml: [cluster]: metadata.mode: 'kraft' is not one of zookeeper, static",
         ),
-        ({}, ["run", "--set", "run.seeed=3"], "kafkasim: the default study with --set 'run.seeed=3': [run]: unknown key 'seeed' (did you mean 'seed'?)"),
+        ({}, ["run", "--set", "run.seeed=3"], "kafkasim: --set 'run.seeed=3': [run]: unknown key 'seeed' (did you mean 'seed'?)"),
         ({}, ["run", "--seed", "x"], "kafkasim: argument --seed: invalid int value: 'x'"),
         ({}, ["run", "--seed", "-3"], "kafkasim: --seed must be at least 0, got -3"),
         ({}, ["frobnicate"], "kafkasim: argument command: invalid choice: 'frobnicate'"),
@@ -168,7 +168,7 @@ GROUP = '[run]\n"duration.ms" = 3000\n[cluster]\nbrokers = 1\n[broker]\n"offsets
         (
             {"s.toml": GROUP + '[[faults]]\nkind = "zombie"\nnode = "consumer-1"\n'},
             ["run", "s.toml", "--set", "faults.1.duration.ms=-5"],
-            "kafkasim: s.toml with --set 'faults.1.duration.ms=-5': [[faults]] #1: duration.ms: must be at least 1, got -5",
+            "kafkasim: --set 'faults.1.duration.ms=-5': [[faults]] #1: duration.ms: must be at least 1, got -5",
         ),
     ],
 )

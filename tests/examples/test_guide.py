@@ -115,7 +115,7 @@ def test_guide_mistakes_print_what_the_guide_shows() -> None:
 
 
 @pytest.mark.parametrize(
-    "example", [b for b in _code_blocks("python") if "from sim.cluster.harness import Cluster" in b], ids=["state", "client"]
+    "example", [b for b in _code_blocks("python") if "from sim.cluster.harness import Cluster" in b], ids=["state", "client", "api"]
 )
 def test_guide_python_example_prints_what_the_guide_shows(example: str) -> None:
     result = subprocess.run(

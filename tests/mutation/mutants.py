@@ -826,4 +826,15 @@ MUTANTS: tuple[Mutant, ...] = (
         "            state.awaiting_reset, state.retry_at_ms = None, 0\n",
         (f"{CLIENT}::test_a_position_out_of_range_is_reset_at_once_without_asking_for_the_committed_offset",),
     ),
+    Mutant(
+        "list_setting_keeps_whitespace",
+        "a list setting written as a string is split at commas with the whitespace around them ignored (ConfigDef.parseType, LIST)",
+        "actors/settings.py",
+        "    parts = [part.strip() for part in text.split(sep)]\n",
+        "    parts = text.split(sep)\n",
+        (
+            "tests/unit/test_list_settings.py::test_strings_in_the_file_resolve_to_the_same_scenario_as_arrays",
+            "tests/unit/test_list_settings.py::test_a_comma_separated_set_overrides_each_list_setting",
+        ),
+    ),
 )

@@ -87,19 +87,19 @@ def test_the_progress_bar_counts_runs(capsys: pytest.CaptureFixture[str]) -> Non
     [
         (
             ["--grid", "consumers.1.auto.comit.interval.ms=1000"],
-            "kafkasim: --grid consumers.1.auto.comit.interval.ms=1000: s.toml: [[consumers]] #1: "
+            "kafkasim: --grid consumers.1.auto.comit.interval.ms=1000: [[consumers]] #1: "
             "unknown key 'auto.comit.interval.ms' (did you mean 'auto.commit.interval.ms'?)",
         ),
         (
             ["--grid", f"{COMMIT}=1000,fast"],
-            f"kafkasim: --grid {COMMIT}=fast: s.toml: [[consumers]] #1: auto.commit.interval.ms: "
+            f"kafkasim: --grid {COMMIT}=fast: [[consumers]] #1: auto.commit.interval.ms: "
             "expected an integer, got 'fast' (a string)",
         ),
         (
             # Each value is valid alone; together the heartbeat is not below the session timeout.
             ["--grid", "consumers.1.session.timeout.ms=4000", "--grid", "consumers.1.heartbeat.interval.ms=5000"],
             "kafkasim: --grid consumers.1.session.timeout.ms=4000 with consumers.1.heartbeat.interval.ms=5000: "
-            "s.toml: [[consumers]] #1: heartbeat.interval.ms (5000) must be lower than session.timeout.ms (4000)",
+            "[[consumers]] #1: heartbeat.interval.ms (5000) must be lower than session.timeout.ms (4000)",
         ),
         (
             ["--grid", "consumers.3.commit=sync"],
@@ -108,7 +108,7 @@ def test_the_progress_bar_counts_runs(capsys: pytest.CaptureFixture[str]) -> Non
         ),
         (
             ["--grid", "faults.1.node=consumer-9"],
-            "kafkasim: --grid faults.1.node=consumer-9: s.toml: [[faults]] #1: node: no node named 'consumer-9' "
+            "kafkasim: --grid faults.1.node=consumer-9: [[faults]] #1: node: no node named 'consumer-9' "
             "(the nodes are broker-1, consumer-1, consumer-2, producer-1, zookeeper)",
         ),
         (
@@ -121,7 +121,7 @@ def test_the_progress_bar_counts_runs(capsys: pytest.CaptureFixture[str]) -> Non
         (["--grid", f"{COMMIT}=1", "--grid", f"{COMMIT}=2"], f"kafkasim: --grid {COMMIT}: given twice; list every value in one --grid"),
         (["--grid", f"{COMMIT}=1", "--set", f"{COMMIT}=2"], f"kafkasim: --grid {COMMIT}: also given with --set; a key is either fixed or swept"),
         (["--grid", "run.seed=1,2"], "kafkasim: --grid run.seed: the seeds are 1 to --seeds N"),
-        (["--set", "run.duration.ms=-1"], "kafkasim: s.toml with --set 'run.duration.ms=-1': [run]: duration.ms: must be at least 1, got -1"),
+        (["--set", "run.duration.ms=-1"], "kafkasim: --set 'run.duration.ms=-1': [run]: duration.ms: must be at least 1, got -1"),
     ],
 )
 def test_a_mistake_is_one_line_and_exit_2_before_anything_is_written(

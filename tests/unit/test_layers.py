@@ -1,9 +1,9 @@
 """The import contracts of pyproject.toml hold, and each would catch a wrong-way import.
 
 The contracts keep the floors (`sim` uses `actors`, which use `protocols`), the simulator's
-layers (CLI, studies, report and analytics, cluster, engine), an engine that knows nothing of
-Kafka, a report and analytics that read run directories only, and no import circles anywhere,
-counting imports made only for type checking.
+layers (CLI, studies, cluster, report and analytics, engine), an engine that knows nothing of
+Kafka, a simulator that never starts Spark, a report and analytics that read run directories
+only, and no import circles anywhere, counting imports made only for type checking.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ def test_the_contracts_hold() -> None:
         ("sim/cluster/invariants.py", "import sim.studies.stats", "The simulator's layers"),
         ("sim/engine/disk.py", "import actors.broker.config", "The engine knows nothing of Kafka"),
         ("sim/report/run_facts.py", "import sim.cluster.scenario", "The report and the analytics"),
+        ("sim/cluster/harness.py", "import sim.analytics.jobs", "The simulator never starts Spark"),
+        ("sim/report/page.py", "import sim.cluster.harness", "The simulator's layers"),
         ("protocols/registry.py", "import protocols.codec", "No import circles"),
     ],
 )

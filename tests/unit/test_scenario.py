@@ -170,7 +170,9 @@ KAFKA = '[cluster]\nbrokers = 3\n[[topics]]\nname = "T"\npartitions = 2\n"replic
         ('[[topics]]\nname = "U"\n"replication.factor" = 2\nreplicas = [[2, 2]]\n', "s.toml: [[topics]] #2 (U): replicas: partition 0 lists a broker twice: [2, 2]"),
         ('[[topics]]\nname = "U"\n"replication.factor" = 2\nreplicas = [[1, 2, 3]]\n', "s.toml: [[topics]] #2 (U): replicas: partition 0 has 3 replicas, replication.factor is 2"),
         ('[[topics]]\nname = "U"\npartitions = 2\nreplicas = [[1]]\n', "s.toml: [[topics]] #2 (U): replicas: 1 lists for 2 partitions"),
-        ('[[topics]]\nname = "U"\nreplicas = "1,2"\n', "s.toml: [[topics]] #2: replicas: expected a list of broker-id lists, one per partition"),
+        ('[[topics]]\nname = "U"\nreplicas = 12\n', "s.toml: [[topics]] #2: replicas: expected a list of broker-id lists, one per partition"),
+        ('[[topics]]\nname = "U"\npartitions = 2\nreplicas = "1:2,2"\n', "s.toml: [[topics]] #2 (U): replicas: partition 0 has 2 replicas, replication.factor is 1"),
+        ('[[topics]]\nname = "U"\nreplicas = "1,x"\n', "s.toml: [[topics]] #2: replicas: 'x' in '1,x' is not an integer"),
         ('[[topics]]\nname = "T"\n', "s.toml: [[topics]] #2 (T): name: the topic 'T' is defined twice"),
         ('[[producers]]\ntopic = "T"\nacks = 2\n', "s.toml: [[producers]] #1: acks: 2 is not one of 0, 1, all, -1"),
         ('[[producers]]\ntopic = "T"\nacks = "most"\n', "s.toml: [[producers]] #1: acks: 'most' is not one of 0, 1, all, -1"),
@@ -243,7 +245,7 @@ def test_producer_mistakes(extra: str, expected: str) -> None:
 def test_an_explicit_idempotence_before_0_11_is_an_error() -> None:
     message = _error(P + '"enable.idempotence" = true\nacks = "all"\nretries = 3\n', ["kafka.version=0.10.2"])
     assert message == (
-        "s.toml with --set 'kafka.version=0.10.2': [[producers]] #1: enable.idempotence = true needs Kafka 0.11 or later"
+        "--set 'kafka.version=0.10.2': [[producers]] #1: enable.idempotence = true needs Kafka 0.11 or later"
         " (the version is 0.10.2)"
     )
 
@@ -327,7 +329,7 @@ def test_an_error_a_set_brings_names_the_file_and_the_first_such_set() -> None:
     its own message; a mistake in the file stays the file's."""
     overrides = ("run.duration.ms=5000", "network.latency.max.ms=abc", "run.duration.ms=-3")
     assert _error(KAFKA, overrides) == (
-        "s.toml with --set 'network.latency.max.ms=abc': [network]: latency.max.ms: expected an integer, got 'abc' (a string)"
+        "--set 'network.latency.max.ms=abc': [network]: latency.max.ms: expected an integer, got 'abc' (a string)"
     )
     bad_file = KAFKA + '[run]\n"duration.ms" = -1\n'
     assert _error(bad_file, ("run.seed=3",)) == "s.toml: [run]: duration.ms: must be at least 1, got -1"
