@@ -6,10 +6,11 @@ text as its name says."""
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["cell", "count", "kv_table", "number", "plural", "rows_table", "text"]
+__all__ = ["breakable", "cell", "count", "kv_table", "number", "plural", "rows_table", "text"]
 
 
 def count(n: int) -> str:
@@ -51,18 +52,28 @@ def text(value: Any) -> str:
     return str(value)
 
 
+_BREAK = re.compile(r"([._/])(?=[A-Za-z])")
+
+
+def breakable(words: str) -> str:
+    """Escaped, with a line break allowed after the dots and underscores of a long name
+    (`consumers.1.auto.commit.interval.ms`, `crash_before_commit`), so that a narrow column
+    wraps it there rather than widening its table."""
+    return _BREAK.sub(r"\1<wbr>", html.escape(words))
+
+
 def cell(value: Any) -> str:
     """`text` escaped for a table cell; an object of counts becomes a table of its own."""
     if isinstance(value, Mapping) and value and all(isinstance(v, int | float) for v in value.values()):
         return kv_table(value, css="inner")
-    return html.escape(text(value))
+    return breakable(text(value))
 
 
 def kv_table(rows: Mapping[str, Any], *, table_id: str = "", css: str = "") -> str:
     """Two columns, a name and its value; `none` for no rows."""
     if not rows:
         return f'<p{_attrs(table_id, "")}>none</p>'
-    body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{cell(v)}</td></tr>" for k, v in rows.items())
+    body = "".join(f"<tr><th>{breakable(str(k))}</th><td>{cell(v)}</td></tr>" for k, v in rows.items())
     return f"<table{_attrs(table_id, css)}>{body}</table>"
 
 
@@ -70,7 +81,7 @@ def rows_table(header: list[str], rows: list[list[Any]], table_id: str = "", *, 
     """A table with a header row in its own scrolling box; `raw` cells are HTML already."""
     if not rows:
         return f'<p{_attrs(table_id, "")}>none</p>'
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    head = "".join(f"<th>{breakable(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{c if raw else cell(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f'<div class="box"><table{_attrs(table_id, "")}><tr>{head}</tr>{body}</table></div>'
 

@@ -38,7 +38,7 @@ STYLE = """
 body { font-family: sans-serif; margin: 2em auto; padding: 0 1em; color: #222; max-width: 1100px; }
 h2 { margin-top: 1.6em; }
 table { border-collapse: collapse; margin: 0.6em 0; max-width: 100%; }
-td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; overflow-wrap: break-word; }
 th { background: #f3f3f3; }
 table.inner { margin: 0; }
 .box { max-width: 100%; max-height: 460px; overflow: auto; }
@@ -48,7 +48,8 @@ details summary { cursor: pointer; margin: 0.4em 0; }
 #narrative li.headline { font-weight: bold; }
 p.note { color: #555; }
 """
-"""Tables never widen the page: long words wrap, and a long table scrolls in its own box."""
+"""Tables never widen the page: long names wrap after their dots and underscores (sim/report/fmt.py's
+`breakable`), a table is at most as wide as the page, and a long one scrolls in its own box."""
 
 
 def _narrative(summary: dict[str, Any], facts: RunFacts) -> str:

@@ -86,14 +86,17 @@ class Svg:
         )
 
 
-def nice_ticks(high: float, wanted: int = 8) -> list[float]:
-    """Ticks from 0 to `high` at 1, 2 or 5 times a power of ten, about `wanted` of them."""
+def nice_ticks(high: float, wanted: int = 8, *, cover: bool = True) -> list[float]:
+    """Ticks from 0 at 1, 2 or 5 times a power of ten, about `wanted` of them: up to the first
+    at or above `high` (a value axis holds every value), or, not `cover`, the last at or below
+    it (a time axis ends with the run)."""
     if high <= 0:
         return [0.0]
     raw = high / wanted
     power = 10 ** math.floor(math.log10(raw))
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    return [i * step for i in range(int(high / step + 1e-9) + 1)]
+    last = math.ceil(high / step - 1e-9) if cover else math.floor(high / step + 1e-9)
+    return [i * step for i in range(last + 1)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +113,7 @@ class TimeAxis:
     def draw(self, svg: Svg, y: float) -> None:
         """The axis line at `y`, ticks in seconds below it, and its name."""
         svg.add(svg.line(self.left, y, self.right, y, stroke="#444"))
-        for second in nice_ticks(self.end_ms / 1000, 10):
+        for second in nice_ticks(self.end_ms / 1000, 10, cover=False):
             x = self.x(second * 1000)
             svg.add(svg.line(x, y, x, y + 4, stroke="#444"), svg.text(x, y + 15, f"{second:g}", text_anchor="middle"))
         svg.add(svg.text((self.left + self.right) / 2, y + 30, "simulated time (s)", text_anchor="middle"))
