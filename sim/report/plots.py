@@ -114,8 +114,10 @@ def plot_ownership(facts: RunFacts, spans: list[dict[str, Any]], lane: list[Mark
         y0 = row_top[s["consumer"]] + lane_of * LANE_PX - 1
         x0 = axis.x(s["from_ms"])
         width = max(axis.x(s["to_ms"]) - x0, SHORTEST_SPAN_PX)
-        tip = (f"{s['consumer']} processed again offsets {s['first_offset']} to {s['end_offset'] - 1} of {s['partition']} "
-               f"from {s['from_ms'] / 1000:.3f} s to {s['to_ms'] / 1000:.3f} s ({s['cause']})")
+        when = (f"at {s['from_ms'] / 1000:.3f} s" if s["from_ms"] == s["to_ms"]
+                else f"from {s['from_ms'] / 1000:.3f} s to {s['to_ms'] / 1000:.3f} s")
+        tip = (f"{s['consumer']} processed again offsets {s['first_offset']} to {s['end_offset'] - 1} of "
+               f"{s['partition']} {when} ({s['cause']})")
         svg.add(svg.group(svg.title(tip), svg.rect(x0, y0, width, LANE_PX, fill=fills[i],
                                                    stroke=CAUSE_COLOURS[i % len(CAUSE_COLOURS)], stroke_width=1.5),
                           class_="duplicate-span", data_cause=s["cause"]))
