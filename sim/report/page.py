@@ -40,6 +40,7 @@ h2 { margin-top: 1.6em; }
 table { border-collapse: collapse; margin: 0.6em 0; max-width: 100%; }
 td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; overflow-wrap: break-word; }
 th { background: #f3f3f3; }
+td a { white-space: nowrap; }
 table.inner { margin: 0; }
 .box { max-width: 100%; max-height: 460px; overflow: auto; }
 svg.figure { display: block; width: 100%; max-width: 1060px; height: auto; }

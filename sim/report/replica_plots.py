@@ -71,14 +71,17 @@ def eventful_partitions(facts: RunFacts) -> list[str]:
 
 
 def _ranges(names: list[str]) -> str:
-    """`T-0 to T-3, T-5, U-0`: consecutive partitions of a topic as a range."""
+    """`T-0 to T-3, T-5, T-6, U-0`: three or more consecutive partitions of a topic as a range."""
     words: list[str] = []
     run: list[tuple[str, int]] = []
 
     def flush() -> None:
         if run:
             (topic, first), (_, last) = run[0], run[-1]
-            words.append(f"{topic}-{first}" if first == last else f"{topic}-{first} to {topic}-{last}")
+            if last - first >= 2:
+                words.append(f"{topic}-{first} to {topic}-{last}")
+            else:
+                words.extend(f"{topic}-{n}" for _, n in run)
             run.clear()
 
     for name in sorted(names, key=node_order):

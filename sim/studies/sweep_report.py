@@ -110,20 +110,30 @@ def plot_effect(plan: SweepPlan, configs: list[dict[str, Any]], runs: list[dict[
     return svg.render()
 
 
+def _same_everywhere(configs: list[dict[str, Any]], figure: str) -> bool:
+    """Every finished run of every configuration had the same value."""
+    means = {row[f"{figure}_mean"] for row in configs}
+    return len(means) == 1 and None not in means and all(not row[f"{figure}_sd"] for row in configs)
+
+
 def _configs_table(plan: SweepPlan, configs: list[dict[str, Any]]) -> str:
-    """Per configuration: its values, its runs, and each figure's mean with its interval."""
-    header = ["config", *plan.grid_keys, "runs finished", "failed", *(f"{_NAMES[f]}: mean (95% interval)" for f in FIGURES)]
+    """Per configuration: its values, its runs, and each figure's mean with its interval; a
+    figure every run had the same value of is one sentence below instead of a column."""
+    varied = [f for f in FIGURES if not _same_everywhere(configs, f)]
+    header = ["config", *plan.grid_keys, "runs finished", "failed", *(f"{_NAMES[f]}: mean (95% interval)" for f in varied)]
     body = []
     for row in configs:
         cells = [row["config_id"], *(row[k] for k in plan.grid_keys), row["n"], row["failed"]]
-        for figure in FIGURES:
+        for figure in varied:
             mean, spread = row[f"{figure}_mean"], interval(row, figure)
             shown = "" if mean is None else fmt.number(mean)
             if spread is not None:
                 shown += f" ({fmt.number(spread[0])} to {fmt.number(spread[1])})"
             cells.append(shown)
         body.append(cells)
-    return fmt.rows_table(header, body, "configs")
+    same = [f"{_NAMES[f]} {fmt.number(configs[0][f'{f}_mean'])}" for f in FIGURES if f not in varied]
+    note = f'<p id="same-everywhere">The same in every run: {html.escape(", ".join(same))}.</p>' if same and configs else ""
+    return fmt.rows_table(header, body, "configs") + note
 
 
 def _causes_table(plan: SweepPlan, runs: list[dict[str, Any]]) -> str:
@@ -143,17 +153,20 @@ _RUN_FIGURES = ("duplicates", "skipped", "consumed", "rebalances", "acked", "los
 
 
 def _runs_table(plan: SweepPlan, runs: list[dict[str, Any]], out: Path) -> str:
-    """One row per run; its name links to its own report when the run wrote one."""
+    """One row per run; its name links to its own report when the run wrote one. A figure
+    equal in every run (said above the table) has no column, nor failures when none failed."""
+    figures = [f for f in _RUN_FIGURES if len({r[f] for r in runs}) > 1]
+    failures = any(r["failure"] for r in runs)
     body = []
     for r in runs:
         name = html.escape(r["run_dir"].removeprefix("runs/"))
         page = f"{r['run_dir']}/report.html"
         link = f'<a href="{html.escape(page)}">{name}</a>' if (out / page).is_file() else name
         cells = [r["config_id"], *(r[k] for k in plan.grid_keys), r["seed"]]
-        body.append([*(fmt.cell(c) for c in cells), link, *(fmt.cell(r[f]) for f in _RUN_FIGURES),
-                     fmt.cell(r["failure"] or "none")])
-    header = ["config", *plan.grid_keys, "seed", "run (its report)", *(_NAMES[f] for f in _RUN_FIGURES), "failure"]
-    return fmt.rows_table(header, body, "runs", raw=True)
+        row = [*(fmt.cell(c) for c in cells), link, *(fmt.cell(r[f]) for f in figures)]
+        body.append([*row, fmt.cell(r["failure"] or "none")] if failures else row)
+    header = ["config", *plan.grid_keys, "seed", "run (its report)", *(_NAMES[f] for f in figures)]
+    return fmt.rows_table([*header, "failure"] if failures else header, body, "runs", raw=True)
 
 
 def _scenario_section(plan: SweepPlan) -> str:

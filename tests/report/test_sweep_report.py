@@ -86,6 +86,10 @@ def test_each_configuration_is_a_point_with_its_interval_clipped_at_zero(page: s
     assert (bar.group(2), bar.group(3)) == ("274", "57.3")
     row = re.search(r"<tr><td>c2</td>.*?</tr>", page).group(0)
     assert "<td>152 (0 to 2,083)</td>" in row
+    # a figure no run changed is a sentence, not a column of equal cells
+    assert "<th>duplicates: mean (95% interval)</th>" in page and "<th>rebalances: mean (95% interval)</th>" not in page
+    assert ('<p id="same-everywhere">The same in every run: skipped 0, consumed 0, rebalances 0, acknowledged 0, '
+            "acknowledged, lost 0, written twice 0, processed, then lost 0, wall time (s) 0.</p>") in page
 
 
 def test_each_run_links_its_own_report(page: str) -> None:
