@@ -133,7 +133,7 @@ def default_study(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def _image(data: bytes) -> Any:
-    from PIL import Image  # noqa: PLC0415 - matplotlib's own dependency
+    from PIL import Image  # noqa: PLC0415 - a test dependency (pyproject.toml)
 
     return Image.open(io.BytesIO(data)).convert("RGB")
 
