@@ -34,7 +34,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     summary = run_scenario(load_scenario(str(GROUP_FAULTS)), run_dir)
     raw = write_report(run_dir, summary).read_text()
     # `<wbr>` lets a long name wrap after its dots and underscores; the tests read the words.
-    return {"summary": summary, "facts": scan_events(run_dir / "events.jsonl"), "page": raw.replace("<wbr>", ""), "raw": raw}
+    return {"summary": summary, "facts": scan_events(run_dir / "events.jsonl"), "page": raw.replace("<wbr>", ""),
+            "facts_path": run_dir / "events.jsonl"}
 
 
 def _fault(ts_ms: int, event: str, target: str | None, **fields: Any) -> dict[str, Any]:
@@ -183,3 +184,21 @@ def test_people_formatting() -> None:
     assert fmt.cell({"crash_before_commit": 153}) == (
         '<table class="inner"><tr><th>crash_<wbr>before_<wbr>commit</th><td>153</td></tr></table>')
     assert fmt.breakable("consumers.1.auto.commit.interval.ms 0.37") == "consumers.1.<wbr>auto.<wbr>commit.<wbr>interval.<wbr>ms 0.37"
+
+
+def test_spark_figures_are_in_words_and_the_pings_an_svg(run: dict[str, Any], tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "events.jsonl").write_bytes(Path(run["facts_path"]).read_bytes())
+    analysis = {
+        "ping_timeline": [{"second": 0, "max_rtt_ms": 4}, {"second": 1, "max_rtt_ms": 31}, {"second": 2, "max_rtt_ms": 5}],
+        "faults": [{"ts_ms": 0}, {"ts_ms": 1200}],
+        "produce_outcomes": {"NONE": 12000, "NOT_ENOUGH_REPLICAS": 3},
+        "events_by_type": {"records_appended": 1500},
+        "dropped_by_reason": {},
+    }
+    page = write_report(run_dir, run["summary"], analysis).read_text().replace("<wbr>", "")
+    assert page.count('<svg xmlns="http://www.w3.org/2000/svg" id="pings"') == 1
+    assert "<tr><th>NONE</th><td>12,000</td></tr><tr><th>NOT_ENOUGH_REPLICAS</th><td>3</td></tr>" in page
+    assert "<h2>Dropped messages by reason</h2>\n<p>none</p>" in page
+    assert REPR.findall(re.sub(r"<svg.*?</svg>", "", page, flags=re.S)) == []
