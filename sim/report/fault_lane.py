@@ -44,7 +44,7 @@ ROW_PX = 16
 GAP_PX = 8
 """The least room between two labels of a row."""
 MOMENT_MS = 1000
-"""A node's faults this close together are one mark (a rolling restart's close, exit, start)."""
+"""A node's faults this close one after another are one mark (a rolling restart's close, exit, start)."""
 
 
 @dataclass(slots=True)
@@ -61,7 +61,7 @@ class Event:
 
 @dataclass(slots=True)
 class Mark:
-    """One mark on the lane: its events (one, or a node's within MOMENT_MS)."""
+    """One mark on the lane: its events (one, or a node's each within MOMENT_MS of the last)."""
 
     events: list[Event] = field(default_factory=list)
 
@@ -75,9 +75,9 @@ class Mark:
 
     @property
     def label(self) -> str:
-        verbs = list(dict.fromkeys(e.verb for e in self.events))
+        verbs = ", ".join(dict.fromkeys(e.verb for e in self.events))
         node = self.events[0].node
-        return f"{', '.join(verbs)} {node}".strip()
+        return f"{node} {verbs}" if self.kind == "admin" else f"{verbs} {node}".strip()
 
     @property
     def details(self) -> str:
@@ -130,6 +130,8 @@ def _event(f: dict[str, Any]) -> Event | None:
         return Event(ts, "heal", "", "heal", "every network cut lifted")
     if name == "link_fault_added":
         return Event(ts, "link", "", f"{f['kind']} on links", f"a {f['kind']} fault on envelopes began")
+    if name == "application_called" and node == "admin":  # the operator's group command is sent
+        return Event(ts, "admin", node, f["action"], f"the operator ran {f['action']}")
     if name == "application_called":
         kind = "shutdown" if f["action"] == "shutdown" else "call"
         return Event(ts, kind, node, f["action"], f"{node}'s {'operator' if kind == 'shutdown' else 'application'} called {f['action']}")
@@ -144,22 +146,21 @@ def _all_events(facts: RunFacts) -> list[Event]:
         node = f"broker-{c['broker_id']}"
         word = "resigned" if c["event"] == "controller_resigned" else "elected"
         events.append(Event(c["ts_ms"], "controller", node, "controller", f"{node} {word} controller (epoch {c['epoch']})"))
-    for a in facts.admin_actions:
-        group = a["group_id"] or ""
-        outcome = "" if a["error"] == "NONE" else f", answered {a['error']}"
-        detail = f"the operator's {a['operation']} {group} {a['detail']}".strip()
-        events.append(Event(a["ts_ms"], "admin", group, a["operation"], detail + outcome))
+    for a in facts.admin_actions:  # its answer, one mark with the command while they are one moment
+        group = f" of group {a['group_id']}" if a["group_id"] else ""
+        detail = f"{a['operation']}{group}{' ' + a['detail'] if a['detail'] else ''} answered {a['error']}"
+        events.append(Event(a["ts_ms"], "admin", "admin", a["operation"], detail))
     return sorted(events, key=lambda e: e.ts_ms)  # stable: log order within a millisecond
 
 
 def marks(facts: RunFacts) -> list[Mark]:
-    """The lane's marks in time order: a node's faults within MOMENT_MS of its mark's first
-    are that mark's."""
+    """The lane's marks in time order: a node's fault within MOMENT_MS of its mark's last is
+    that mark's (a command and its answer, a close, the exit and the new start)."""
     out: list[Mark] = []
     open_marks: dict[str, Mark] = {}
     for event in _all_events(facts):
         mark = open_marks.get(event.node) if event.node else None
-        if mark is None or event.ts_ms - mark.ms > MOMENT_MS:
+        if mark is None or event.ts_ms - mark.events[-1].ts_ms > MOMENT_MS:
             mark = Mark()
             out.append(mark)
             if event.node:

@@ -840,7 +840,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "fault_moment_split",
         "a node's faults within a moment (a rolling restart's close, exit and start) are one mark on the report's lane",
         "sim/report/fault_lane.py",
-        "if mark is None or event.ts_ms - mark.ms > MOMENT_MS:",
+        "if mark is None or event.ts_ms - mark.events[-1].ts_ms > MOMENT_MS:",
         "if True:",
         (f"{PAGE}::test_each_fault_is_a_mark_and_a_nodes_moment_is_one",),
     ),

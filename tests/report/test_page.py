@@ -202,3 +202,29 @@ def test_spark_figures_are_in_words_and_the_pings_an_svg(run: dict[str, Any], tm
     assert "<tr><th>NONE</th><td>12,000</td></tr><tr><th>NOT_ENOUGH_REPLICAS</th><td>3</td></tr>" in page
     assert "<h2>Dropped messages by reason</h2>\n<p>none</p>" in page
     assert REPR.findall(re.sub(r"<svg.*?</svg>", "", page, flags=re.S)) == []
+
+
+def test_every_kind_of_fault_has_its_mark_and_words() -> None:
+    facts = RunFacts(end_ms=60000, faults=[
+        _fault(5000, "network_partitioned", None, side_a=["broker-1"], side_b=["broker-2", "broker-3", "zookeeper"]),
+        _fault(8000, "network_healed", None),
+        _fault(10000, "node_paused", "broker-2", until_ms=14000),
+        _fault(20000, "application_called", "broker-3/broker", action="shutdown"),
+        _fault(30000, "fault_skipped", "consumer-1", kind="zombie", reason="no leader"),
+        _fault(39990, "application_called", "admin/admin", action="reset_offsets"),
+    ])
+    facts.controllers += [{"ts_ms": 32, "event": "controller_elected", "broker_id": 1, "epoch": 1},
+                          {"ts_ms": 21000, "event": "controller_elected", "broker_id": 2, "epoch": 2}]
+    facts.admin_actions.append({"ts_ms": 40000, "operation": "reset_offsets", "group_id": "g", "error": "NON_EMPTY_GROUP",
+                                "detail": "to latest"})
+    assert [(m.kind, m.label, m.details) for m in marks(facts)] == [
+        ("cut", "cut broker-1", "5.000 s: traffic between broker-1 and 3 nodes cut"),
+        ("heal", "heal", "8.000 s: every network cut lifted"),
+        ("pause", "pause broker-2", "10.000 s: broker-2 paused until 14.000 s"),
+        ("shutdown", "shutdown broker-3", "20.000 s: broker-3's operator called shutdown"),
+        ("controller", "controller broker-2", "21.000 s: broker-2 elected controller (epoch 2)"),
+        ("skipped", "zombie skipped consumer-1", "30.000 s: the zombie fault on consumer-1 could not act: no leader"),
+        # the operator's command and its answer, one moment
+        ("admin", "admin reset_offsets",
+         "39.990 s: the operator ran reset_offsets\n40.000 s: reset_offsets of group g to latest answered NON_EMPTY_GROUP"),
+    ]
