@@ -123,7 +123,7 @@ def _panel(svg: Svg, facts: RunFacts, partition: str, axis: TimeAxis, top: float
     lane_top = top + 18
     plot_top = lane_top + lane_height(placed) + 4
     high = max([v[0] for pts in series.values() for v in pts.values()] + [1])
-    ticks = nice_ticks(high, 3)
+    ticks = nice_ticks(high, 4)
     high = max(high, ticks[-1])
 
     def y(v: float) -> float:
