@@ -1,158 +1,167 @@
-"""The run report's plots, as base64 PNGs (matplotlib's Agg backend, imported only here).
+"""The run report's figures, as inline SVG (sim/report/svg.py): which partitions each consumer
+owned over time, and, for the gossip stand-in, its ping round trips. Each replica's LEO and HW
+is sim/report/replica_plots.py.
 
-Colours carry meaning: the duplicate spans' hatches use colours no other mark of the ownership
-timeline uses (the partitions' bars are matplotlib's default cycle, faults red), so a reader,
-and a test, can find them.
+Every figure has the same geometry: names left of x LEFT, simulated time from LEFT to RIGHT,
+the legend beside it from LEGEND_X, the faults on their lane above (sim/report/fault_lane.py),
+so the figures' time axes line up on the page. Colours carry meaning: the duplicate spans'
+hatches use colours no other mark uses (partitions take PALETTE, faults red and their kinds'
+colours), so a reader, and a test, can find them.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 from typing import Any
 
+from sim.report.fault_lane import KINDS, Mark, draw_guides, draw_lane, glyph, lane_height, lay_out
 from sim.report.narrative_text import node_order
 from sim.report.run_facts import RunFacts
+from sim.report.svg import PALETTE, Svg, TimeAxis, nice_ticks
 
-__all__ = ["CAUSE_COLOURS", "MAX_REPLICA_PLOTS", "plot_ownership", "plot_pings", "plot_replicas", "png"]
+__all__ = ["CAUSE_COLOURS", "LEFT", "LEGEND_X", "RIGHT", "WIDTH", "legend", "plot_ownership", "plot_pings"]
 
 CAUSE_COLOURS = ("#ff00ff", "#00b000", "#0000ff", "#000000", "#a05a00")
 """The duplicate spans' hatch colours, by cause in sorted order (magenta first)."""
 
-MAX_REPLICA_PLOTS = 12
-"""Partitions of the run's own topics plotted at most (internal topics are not plotted)."""
-
-_REPLICA_MARKERS = ("o", "s", "^", "D", "v", "P")
-
-
-def _pyplot() -> Any:
-    import matplotlib  # noqa: PLC0415 - only a report pays for matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    return plt
+WIDTH, LEFT, RIGHT, LEGEND_X = 1060, 100, 840, 860
+LANE_PX = 14
+"""A partition's lane in a consumer's row."""
+SHORTEST_SPAN_PX = 8
+"""A duplicate span one poll long stays visible on a long run."""
 
 
-def png(fig: Any) -> str:
-    plt = _pyplot()
-    buffer = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buffer, format="png", dpi=100)
-    plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+def legend(svg: Svg, items: list[tuple[str, str]], top: float) -> float:
+    """Items (an SVG swatch drawn at (0, 0) to (24, 12), a name) down the legend column from
+    `top`; returns where it ends."""
+    y = top
+    for swatch, name in items:
+        if swatch == "header":
+            svg.add(svg.text(LEGEND_X, y + 10, name, font_weight="bold"))
+        else:
+            svg.add(svg.group(swatch, transform=f"translate({LEGEND_X},{y:.1f})"),
+                    svg.text(LEGEND_X + 30, y + 10, name))
+        y += 17
+    return y
 
 
-def _mark_faults(ax: Any, facts: RunFacts) -> None:
-    """Faults as red lines; controller elections after the first as grey dash-dots."""
-    for fault in facts.faults:
-        if fault["event"] == "node_started" and fault["ts_ms"] == 0:
-            continue
-        ax.axvline(fault["ts_ms"] / 1000, color="tab:red", alpha=0.35, linewidth=1)
-        what = fault["target"] or fault["kind"] or ""
-        label = f"{fault['event']} {what}{' ' + fault['action'] if fault['action'] else ''}".strip()
-        ax.annotate(label, (fault["ts_ms"] / 1000, 0.02), xycoords=("data", "axes fraction"),
-                    rotation=90, fontsize=7, va="bottom", ha="right", color="tab:red")
-    for change in facts.controllers[1:]:
-        ax.axvline(change["ts_ms"] / 1000, color="dimgrey", linestyle="-.", linewidth=1)
-        ax.annotate(f"controller broker-{change['broker_id']} ({change['event'].removeprefix('controller_')})",
-                    (change["ts_ms"] / 1000, 0.98), xycoords=("data", "axes fraction"), rotation=90, fontsize=7,
-                    va="top", ha="right", color="dimgrey")
+def fault_key(svg: Svg, lane: list[Mark]) -> list[tuple[str, str]]:
+    kinds = [k for k in KINDS if any(e.kind == k for m in lane for e in m.events)]
+    return ([("header", "faults")] if kinds else []) + [(glyph(svg, k, 8, 6), KINDS[k][0]) for k in kinds]
 
 
-def plot_replicas(facts: RunFacts) -> str | None:
-    """One plot per partition of the run's topics: each replica's LEO (solid) and HW (dashed)
-    per second, held to the end of the run; the thicker a line, the lower its replica's place,
-    and each replica has its own marker, so coinciding lines stay visible. Leader elections
-    are marked with the new leader and epoch."""
-    series = {name: points for name, points in facts.replica_offsets.items() if not name.startswith("__")}
-    if not series:
-        return None
-    plt = _pyplot()
-    partitions = sorted({name.split("@")[0] for name in series}, key=node_order)[:MAX_REPLICA_PLOTS]
-    end = facts.end_ms / 1000
-    fig, axes = plt.subplots(len(partitions), 1, figsize=(11, 3.2 * len(partitions)), squeeze=False)
-    for ax, partition in zip(axes[:, 0], partitions, strict=True):
-        replicas = sorted((n for n in series if n.split("@")[0] == partition), key=lambda n: node_order(n.split("@")[1]))
-        for i, name in enumerate(replicas):
-            seconds = sorted(series[name])
-            xs = [*seconds, end]
-            leo = [series[name][s][0] for s in seconds]
-            hw = [series[name][s][1] for s in seconds]
-            style = {"color": f"C{i}", "linewidth": 1.2 + 1.8 * (len(replicas) - 1 - i), "alpha": 0.85,
-                     "marker": _REPLICA_MARKERS[i % len(_REPLICA_MARKERS)], "markersize": 4,
-                     "markevery": (i, len(replicas) + 2), "drawstyle": "steps-post"}
-            node = name.split("@")[1]
-            ax.plot(xs, [*leo, leo[-1]], label=f"{node} LEO", **style)
-            ax.plot(xs, [*hw, hw[-1]], linestyle="--", label=f"{node} HW", **style)
-        for change in facts.leader_changes:
-            if change["partition"] == partition and change["event"] == "leader_elected" and change["election"] != "new":
-                leader = "none" if change["leader"] < 0 else f"broker-{change['leader']}"
-                colour = "darkorange" if change["unclean"] else "tab:green"
-                ax.axvline(change["ts_ms"] / 1000, color=colour, linestyle=":", linewidth=1.5)
-                ax.annotate(f"leader {leader} (epoch {change['leader_epoch']}{', unclean' if change['unclean'] else ''})",
-                            (change["ts_ms"] / 1000, 0.5), xycoords=("data", "axes fraction"), rotation=90,
-                            fontsize=7, va="center", ha="left", color=colour)
-        _mark_faults(ax, facts)
-        ax.set_xlim(0, end)
-        ax.set_title(f"partition {partition}: LEO (solid) and HW (dashed) per replica, leader changes dotted")
-        ax.set_xlabel("simulated time (s)")
-        ax.set_ylabel("offset")
-        ax.legend(loc="upper left", fontsize=7, ncol=3)
-    return png(fig)
+def _hatch(svg: Svg, index: int, colour: str) -> str:
+    ident = f"hatch-{index}"
+    svg.defs.append(
+        f'<pattern id="{ident}" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)">'
+        f'<rect width="6" height="6" fill="white" fill-opacity="0.55"/>'
+        f'<line x1="0" y1="0" x2="0" y2="6" stroke="{colour}" stroke-width="3"/></pattern>'
+    )
+    return f"url(#{ident})"
 
 
-def plot_ownership(facts: RunFacts, spans: list[dict[str, Any]]) -> str | None:
-    """One row per consumer: a bar per partition it held, labelled with the partition and its
-    generation; the duplicate spans over it, hatched in their cause's colour."""
+def plot_ownership(facts: RunFacts, spans: list[dict[str, Any]], lane: list[Mark]) -> str | None:
+    """One row per consumer, as tall as its group has partitions: a bar per partition it held,
+    labelled with the partition and its generation where the bar has room (always in its
+    tooltip); the duplicate spans over their partition, hatched in their cause's colour."""
     holds = facts.holds
     if not holds:
         return None
-    plt = _pyplot()
+    axis = TimeAxis(LEFT, RIGHT, facts.end_ms)
     consumers = sorted({h["consumer"] for h in holds} | {s["consumer"] for s in spans}, key=node_order)
-    partitions = sorted({h["partition"] for h in holds}, key=node_order)
-    row = {c: i for i, c in enumerate(consumers)}
-    lane = {p: i for i, p in enumerate(partitions)}
-    height = 0.8 / max(1, len(partitions))
-    fig, ax = plt.subplots(figsize=(11, 1.6 + 0.9 * len(consumers)))
+    group_of = {h["consumer"]: h["group_id"] for h in holds}
+    group_of.update({s["consumer"]: s["group_id"] for s in spans if s["consumer"] not in group_of})
+    by_group: dict[str, list[str]] = {}
+    for tp in sorted({(h["group_id"], h["partition"]) for h in holds} | {(s["group_id"], s["partition"]) for s in spans}):
+        by_group.setdefault(tp[0], []).append(tp[1])
+    for names in by_group.values():
+        names.sort(key=node_order)
+    every = sorted({p for names in by_group.values() for p in names}, key=node_order)
+    colour = {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(every)}
+    svg = Svg(WIDTH, 0, ident="ownership-timeline", label="partition ownership per consumer with duplicate spans")
+    placed = lay_out(lane, axis, LEGEND_X - 8)
+    top = 4 + lane_height(placed)
+    row_top: dict[str, float] = {}
+    y = top + 4
+    for consumer in consumers:
+        row_top[consumer] = y
+        y += len(by_group[group_of[consumer]]) * LANE_PX + 10
+    bottom = y
+    for i, consumer in enumerate(consumers):
+        y0 = row_top[consumer]
+        height = len(by_group[group_of[consumer]]) * LANE_PX + 10
+        if i % 2 == 0:
+            svg.add(svg.rect(LEFT, y0 - 4, RIGHT - LEFT, height, fill="#f4f4f4"))
+        svg.add(svg.text(LEFT - 8, y0 + height / 2, consumer, text_anchor="end"))
+    draw_guides(svg, lane, axis, top, bottom)
+    draw_lane(svg, placed, 4)
     for h in holds:
-        to_ms = facts.end_ms if h["to_ms"] is None else h["to_ms"]
-        y = row[h["consumer"]] - 0.4 + lane[h["partition"]] * height
-        start, width = h["from_ms"] / 1000, max(to_ms - h["from_ms"], 1) / 1000
-        ax.broken_barh([(start, width)], (y, height * 0.9), color=f"C{lane[h['partition']] % 10}", alpha=0.55)
-        ax.annotate(f"{h['partition']} g{h['generation_id']}", (start, y + height * 0.45), fontsize=6, va="center")
+        lane_of = by_group[h["group_id"]].index(h["partition"])
+        y0 = row_top[h["consumer"]] + lane_of * LANE_PX
+        x0, x1 = axis.x(h["from_ms"]), axis.x(facts.end_ms if h["to_ms"] is None else h["to_ms"])
+        until = "the end" if h["to_ms"] is None else f"{h['to_ms'] / 1000:.3f} s ({h['ended_by']})"
+        words = f"{h['partition']} g{h['generation_id']}"
+        parts = [svg.title(f"{h['consumer']} held {h['partition']} in generation {h['generation_id']} "
+                           f"from {h['from_ms'] / 1000:.3f} s to {until}"),
+                 svg.rect(x0, y0, max(x1 - x0, 1), LANE_PX - 2, fill=colour[h["partition"]], fill_opacity=0.8)]
+        if x1 - x0 >= len(words) * 5.6 + 6:
+            parts.append(svg.text(x0 + 3, y0 + LANE_PX - 4.5, words, font_size=9.5, fill="#111"))
+        svg.add(svg.group(*parts, class_="hold"))
     causes = sorted({s["cause"] for s in spans})
-    shortest = max(200, facts.end_ms // 150)  # a one-poll span stays visible on a long run
+    fills = [_hatch(svg, i, CAUSE_COLOURS[i % len(CAUSE_COLOURS)]) for i in range(len(causes))]
     for s in spans:
-        y = row[s["consumer"]] - 0.45
-        start, width = s["from_ms"] / 1000, max(s["to_ms"] - s["from_ms"], shortest) / 1000
-        colour = CAUSE_COLOURS[causes.index(s["cause"]) % len(CAUSE_COLOURS)]
-        ax.broken_barh([(start, width)], (y, 0.9), facecolor="none", edgecolor=colour, hatch="///", linewidth=1.5)
-    for i, cause in enumerate(causes):
-        ax.plot([], [], color=CAUSE_COLOURS[i % len(CAUSE_COLOURS)], linewidth=4, label=f"processed again: {cause}")
-    _mark_faults(ax, facts)
-    ax.set_xlim(0, facts.end_ms / 1000)
-    ax.set_yticks(range(len(consumers)), consumers)
-    ax.set_ylim(-0.6, len(consumers) - 0.4)
-    ax.set_xlabel("simulated time (s)")
-    ax.set_title("partitions owned per consumer (bars, with their generation) and duplicate spans (hatched)")
-    if causes:  # below the axes, away from the spans
-        ax.legend(loc="upper left", bbox_to_anchor=(0, -0.25), fontsize=7, ncol=3)
-    return png(fig)
+        i = causes.index(s["cause"])
+        lane_of = by_group[s["group_id"]].index(s["partition"])
+        y0 = row_top[s["consumer"]] + lane_of * LANE_PX - 1
+        x0 = axis.x(s["from_ms"])
+        width = max(axis.x(s["to_ms"]) - x0, SHORTEST_SPAN_PX)
+        when = (f"at {s['from_ms'] / 1000:.3f} s" if s["from_ms"] == s["to_ms"]
+                else f"from {s['from_ms'] / 1000:.3f} s to {s['to_ms'] / 1000:.3f} s")
+        tip = (f"{s['consumer']} processed again offsets {s['first_offset']} to {s['end_offset'] - 1} of "
+               f"{s['partition']} {when} ({s['cause']})")
+        svg.add(svg.group(svg.title(tip), svg.rect(x0, y0, width, LANE_PX, fill=fills[i],
+                                                   stroke=CAUSE_COLOURS[i % len(CAUSE_COLOURS)], stroke_width=1.5),
+                          class_="duplicate-span", data_cause=s["cause"]))
+    axis.draw(svg, bottom + 2)
+    items = fault_key(svg, lane)
+    items += [("header", "partitions")] + [(svg.rect(0, 0, 24, 12, fill=colour[p], fill_opacity=0.8), p) for p in every]
+    if causes:
+        items.append(("header", "processed again"))
+        items += [(svg.rect(0, 0, 24, 12, fill=fills[i], stroke=CAUSE_COLOURS[i % len(CAUSE_COLOURS)]), c)
+                  for i, c in enumerate(causes)]
+    end = legend(svg, items, 4)
+    svg.height = max(bottom + 40, end + 4)
+    return svg.render()
 
 
 def plot_pings(analysis: dict[str, Any]) -> str | None:
+    """The gossip stand-in's largest ping round trip per second, faults as red lines."""
     timeline = analysis.get("ping_timeline", [])
     if not timeline:
         return None
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(10, 3.5))
-    ax.plot([p["second"] for p in timeline], [p["max_rtt_ms"] for p in timeline],
-            drawstyle="steps-post", label="max ping round trip per second (ms)")
+    end_ms = max(p["second"] for p in timeline) * 1000 + 1000
+    axis = TimeAxis(LEFT, RIGHT, end_ms)
+    top, height = 10, 200
+    high = max(p["max_rtt_ms"] for p in timeline) or 1
+    ticks = nice_ticks(high, 4)
+    high = max(high, ticks[-1])
+    svg = Svg(WIDTH, top + height + 40, ident="pings", label="ping round trips over time")
+
+    def y(v: float) -> float:
+        return top + height - height * v / high
+
+    for t in ticks:
+        svg.add(svg.line(LEFT, y(t), RIGHT, y(t), stroke="#e4e4e4"), svg.text(LEFT - 6, y(t) + 4, f"{t:g}", text_anchor="end"))
     for fault in analysis.get("faults", []):
         if fault["ts_ms"]:
-            ax.axvline(fault["ts_ms"] / 1000, color="tab:red", alpha=0.35, linewidth=1)
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("ms")
-    ax.legend(loc="upper left")
-    return png(fig)
+            svg.add(svg.line(axis.x(fault["ts_ms"]), top, axis.x(fault["ts_ms"]), top + height, stroke="#d62728", stroke_opacity=0.35))
+    points: list[tuple[float, float]] = []
+    for p in timeline:
+        x = axis.x(p["second"] * 1000)
+        if points:
+            points.append((x, points[-1][1]))
+        points.append((x, y(p["max_rtt_ms"])))
+    svg.add(svg.polyline(points, stroke=PALETTE[0], stroke_width=1.5))
+    svg.add(svg.text(20, top + height / 2, "ms", text_anchor="middle"))
+    axis.draw(svg, top + height + 2)
+    legend(svg, [(svg.line(0, 6, 24, 6, stroke=PALETTE[0], stroke_width=2), "largest round trip per second")], top)
+    return svg.render()

@@ -71,6 +71,11 @@ class RunFacts:
     had processed above the group's committed offsets), `uncommitted_ranges` (partition ->
     [committed offset, end of what it processed], where it processed more), `last_commit_ms`,
     `last_commit_kind`."""
+    truncations: list[dict[str, Any]] = field(default_factory=list)
+    """`log_truncated`: `ts_ms`, `partition`, `node`, `from_offset`, `to_offset`, `reason`."""
+    admin_actions: list[dict[str, Any]] = field(default_factory=list)
+    """The operator's commands as they were answered: `ts_ms`, `operation` (the `admin` fault's),
+    `group_id` (null for `list_groups`), `error`, `detail` (a reset's target, or empty)."""
 
 
 def scan_events(path: Path, end_ms: int = 0) -> RunFacts:
@@ -342,6 +347,34 @@ class _Scan:
                 **started,
             }
         )
+
+    # truncations and the operator's commands
+
+    def _on_log_truncated(self, e: dict[str, Any]) -> None:
+        self.facts.truncations.append(
+            {"ts_ms": e["ts_ms"], "partition": _tp(e), "node": e["node"], "from_offset": e["from_offset"],
+             "to_offset": e["to_offset"], "reason": e["reason"]}
+        )
+
+    def _admin(self, e: dict[str, Any], operation: str, detail: str = "") -> None:
+        self.facts.admin_actions.append(
+            {"ts_ms": e["ts_ms"], "operation": operation, "group_id": e.get("group_id"), "error": e["error"], "detail": detail}
+        )
+
+    def _on_admin_offsets_reset(self, e: dict[str, Any]) -> None:
+        self._admin(e, "reset_offsets", f"to {e['target']}")
+
+    def _on_admin_offsets_deleted(self, e: dict[str, Any]) -> None:
+        self._admin(e, "delete_offsets", ", ".join(e["partitions"]))
+
+    def _on_admin_group_deleted(self, e: dict[str, Any]) -> None:
+        self._admin(e, "delete_group")
+
+    def _on_admin_group_described(self, e: dict[str, Any]) -> None:
+        self._admin(e, "describe_group", f"state {e['state']}")
+
+    def _on_admin_groups_listed(self, e: dict[str, Any]) -> None:
+        self._admin(e, "list_groups")
 
     def finish(self) -> RunFacts:
         facts = self.facts

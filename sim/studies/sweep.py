@@ -84,6 +84,7 @@ def run_task(task: dict[str, Any]) -> dict[str, Any]:
     """One run, inside a Spark executor's Python worker, on a core of its own (`one_core`).
     Returns what the driver needs to report it; the figures are in its summary.json."""
     from sim.engine.cpu_claim import one_core  # noqa: PLC0415
+    from sim.report.page import write_report  # noqa: PLC0415
     from sim.studies.runner import run_scenario  # noqa: PLC0415
 
     result = {"config_id": task["config_id"], "seed": task["seed"], "run_dir": task["run_dir"]}
@@ -91,6 +92,7 @@ def run_task(task: dict[str, Any]) -> dict[str, Any]:
         scenario = parse_scenario(task["text"], task["source"], task["overrides"])
         with one_core():
             summary = run_scenario(scenario, Path(task["run_dir"]))
+        write_report(Path(task["run_dir"]), summary)  # the run's own page, linked from the sweep's
     except BaseException as exc:  # noqa: BLE001 - reported per run (a SystemExit too); a retry would fail the same way
         detail = traceback.format_exc()
         Path(task["run_dir"]).mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,8 @@
 with one `duplicates_<cause>` column per cause. `configs`: one row per configuration: `n` (the
 runs that finished: no simulator failure, no interrupt), `failed`, and for each of `FIGURES`
 its mean, sample standard deviation and the 95% confidence interval of the mean, Student's t
-with n - 1 degrees of freedom (empty below two runs). Both are written as Parquet (a directory,
+with n - 1 degrees of freedom (empty below two runs), its low end clipped at 0: every figure is
+a count or a duration, which is never negative. Both are written as Parquet (a directory,
 as Spark writes it) and as one CSV file with a header; grid keys are the column names, dots
 and all (quote them in Spark SQL: `` `consumers.1.linger.ms` ``).
 """
@@ -196,7 +197,9 @@ def _configs(spark: Any, plan: SweepPlan, runs: Any) -> Any:
     for figure in FIGURES:
         mean, sd = F.col(f"{figure}_mean"), F.col(f"{figure}_sd")
         half = F.col("t975") * sd / F.sqrt(F.col("n"))
-        columns += [mean, sd, (mean - half).alias(f"{figure}_ci95_low"), (mean + half).alias(f"{figure}_ci95_high")]
+        # Every figure is a count (or a duration): never below 0, so neither is its interval.
+        low = mean - half
+        columns += [mean, sd, F.when(low < 0, 0.0).otherwise(low).alias(f"{figure}_ci95_low"), (mean + half).alias(f"{figure}_ci95_high")]
     return stats.select(*columns).repartition(1).sortWithinPartitions("config_id")
 
 

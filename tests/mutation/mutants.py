@@ -19,6 +19,8 @@ CONTROLLER = "tests/scenarios/test_controller.py"
 PRODUCER = "tests/scenarios/test_producer.py"
 WORKERS = "tests/scenarios/test_workers.py"
 CLIENT = "tests/scenarios/test_client_rules.py"
+PAGE = "tests/report/test_page.py"
+SWEEP_PAGE = "tests/report/test_sweep_report.py"
 
 
 @dataclass(frozen=True, slots=True)
@@ -836,5 +838,101 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/unit/test_list_settings.py::test_strings_in_the_file_resolve_to_the_same_scenario_as_arrays",
             "tests/unit/test_list_settings.py::test_a_comma_separated_set_overrides_each_list_setting",
         ),
+    ),
+    Mutant(
+        "fault_labels_share_a_row",
+        "the report's fault labels never overlap: a label without room in a row goes to the next (sim/report/fault_lane.py, lay_out)",
+        "sim/report/fault_lane.py",
+        "(i for i, taken in enumerate(rows) if all(b + GAP_PX <= left or a >= end + GAP_PX for a, b in taken)),",
+        "(i for i, taken in enumerate(rows) if True),",
+        (f"{PAGE}::test_fault_labels_that_would_overlap_go_to_rows_of_their_own",),
+    ),
+    Mutant(
+        "fault_moment_split",
+        "a node's faults within a moment (a rolling restart's close, exit and start) are one mark on the report's lane",
+        "sim/report/fault_lane.py",
+        "if mark is None or event.ts_ms - mark.events[-1].ts_ms > MOMENT_MS:",
+        "if True:",
+        (f"{PAGE}::test_each_fault_is_a_mark_and_a_nodes_moment_is_one",),
+    ),
+    Mutant(
+        "replica_panels_for_every_partition",
+        "the report plots LEO and HW only for partitions with a leader or ISR change after start-up, an HW stall or a truncation",
+        "sim/report/replica_plots.py",
+        "return [p for p in _topic_partitions(facts) if _partition_events(facts, p)]",
+        "return _topic_partitions(facts)",
+        (f"{PAGE}::test_replica_panels_only_where_something_happened", f"{PAGE}::test_a_truncation_alone_earns_a_panel"),
+    ),
+    Mutant(
+        "startup_elections_listed_as_changes",
+        "the report's leader and ISR table starts after start-up: every partition's first leader is folded into one line",
+        "sim/report/page_tables.py",
+        "later = [r for r, c in zip(rows, facts.leader_changes, strict=True) if not is_startup(c)]",
+        "later = list(rows)",
+        (f"{PAGE}::test_start_up_is_folded_and_the_changes_after_it_are_listed",),
+    ),
+    Mutant(
+        "ownership_rows_ignore_the_group",
+        "the ownership timeline gives each consumer a row as tall as its group has partitions",
+        "sim/report/plots.py",
+        "y += len(by_group[group_of[consumer]]) * LANE_PX + 10",
+        "y += 2 * LANE_PX + 10",
+        (f"{PAGE}::test_the_ownership_timeline_follows_its_group_with_its_legend_beside",),
+    ),
+    Mutant(
+        "report_shows_python_booleans",
+        "the report shows a boolean as yes or no, never Python's repr",
+        "sim/report/fmt.py",
+        'return "yes" if value else "no"',
+        "return str(value)",
+        (f"{PAGE}::test_every_value_is_in_peoples_words", f"{PAGE}::test_people_formatting"),
+    ),
+    Mutant(
+        "report_plural_for_one",
+        "the report counts in words: 1 rebalance, 3 rebalances",
+        "sim/report/fmt.py",
+        "{word if n == 1 else many or word + 's'}",
+        "{word + 's' if n >= 0 else many or word}",
+        (f"{PAGE}::test_people_formatting",),
+    ),
+    Mutant(
+        "sweep_report_interval_below_zero",
+        "the sweep report's intervals of counts never go below 0",
+        "sim/studies/sweep_report.py",
+        "return None if low is None or high is None else (max(0.0, low), high)",
+        "return None if low is None or high is None else (low, high)",
+        (f"{SWEEP_PAGE}::test_each_configuration_is_a_point_with_its_interval_clipped_at_zero",),
+    ),
+    Mutant(
+        "sweep_runs_not_linked",
+        "the sweep report links each run to its own report",
+        "sim/studies/sweep_report.py",
+        "link = f'<a href=\"{html.escape(page)}\">{name}</a>' if (out / page).is_file() else name",
+        "link = name",
+        (f"{SWEEP_PAGE}::test_each_run_links_its_own_report",),
+    ),
+    Mutant(
+        "sweep_report_forgets_the_faults",
+        "the sweep report tells the scenario's faults in words",
+        "sim/studies/sweep_scenario.py",
+        "for f in scenario.faults]",
+        "for f in ()]",
+        (f"{SWEEP_PAGE}::test_the_scenario_and_its_faults_in_words", f"{SWEEP_PAGE}::test_the_page_describes_what_was_swept"),
+    ),
+    Mutant(
+        "sweep_table_interval_below_zero",
+        "a sweep's configs table clips the low end of a count's 95% interval at 0 (sim/studies/sweep_tables.py)",
+        "sim/studies/sweep_tables.py",
+        "F.when(low < 0, 0.0).otherwise(low)",
+        "low",
+        (f"{SWEEP_PAGE}::test_a_sweep_writes_each_runs_report_and_clips_its_intervals",),
+    ),
+    Mutant(
+        "sweep_runs_write_no_report",
+        "each run of a sweep writes its own report.html, which the sweep's report links",
+        "sim/studies/sweep.py",
+        "        write_report(Path(task[\"run_dir\"]), summary)  # the run's own page, linked from the sweep's\n",
+        "",
+        (f"{SWEEP_PAGE}::test_a_sweep_writes_each_runs_report_and_clips_its_intervals",),
     ),
 )

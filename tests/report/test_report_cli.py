@@ -24,8 +24,12 @@ def test_report_without_analysis_tells_the_story(tmp_path: Path, capsys: pytest.
     assert '<section id="narrative"><h2>What happened</h2><ol><li class="headline">No acknowledged write was lost' in page
     assert "<li>At 8.0 s broker-1 crashed (process).</li>" in page
     assert "No analysis.json: <code>kafkasim analyze RUN_DIR</code> adds them." in page
-    assert page.count("data:image/png;base64,") == 2
-    assert '<img id="ownership-timeline"' in page and '<img id="replicas"' in page
+    assert "data:image/png" not in page  # inline SVG, sharp when zoomed
+    assert '<svg xmlns="http://www.w3.org/2000/svg" id="ownership-timeline"' in page
+    # broker-1's crash at 8 s has not yet changed a leader or an ISR at 10 s: no replica panel
+    assert "id=\"replicas\"" not in page
+    assert ('<p class="note" id="steady-partitions">T-0, T-1: steady, no leader or ISR change after start-up, '
+            "no HW stall, no truncation.</p>") in page
 
 
 def test_report_of_a_directory_without_its_event_log_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
