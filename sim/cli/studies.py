@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sim.cli.errors import EXIT_FAILED, EXIT_USAGE
+from sim.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from sim.cli.read import analyze, report
 from sim.cli.run import consumer_failure_lines, run
 from sim.cli.spark import check_master, on_spark
@@ -24,9 +24,17 @@ def study(args: argparse.Namespace) -> int:
     sys.stderr.write("1/3 simulating the default study...\n")
     status = run(run_args)
     if status != 0:
+        # A run stopped by Ctrl-C or a failure still gets its report: its log is what to read.
+        if (args.out / "summary.json").is_file():
+            report(args.out)
         return status
     sys.stderr.write("2/3 analysing the run on Spark...\n")
-    status = analyze(argparse.Namespace(run_dirs=[args.out], master=args.master, json=False))
+    try:
+        status = analyze(argparse.Namespace(run_dirs=[args.out], master=args.master, json=False))
+    except KeyboardInterrupt:
+        sys.stderr.write("kafkasim: interrupted during the analysis; writing the report without Spark's tables\n")
+        report(args.out)
+        return EXIT_INTERRUPTED
     if status != 0:
         return status
     sys.stderr.write("3/3 writing the report...\n")
