@@ -106,23 +106,28 @@ class RunsProgress:
         self, *, tty: bool, width: int = 30, stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.width = width
-        self._ticker = _Ticker(tty=tty, stream=stream, clock=clock)
+        self._tty, self._stream, self._clock = tty, stream, clock
+        self._ticker: _Ticker | None = None  # started by the first call: the runs', not Spark's, time
         self._last = (0, 0)
 
     def _line(self, done: int, total: int, elapsed: float) -> str:
-        if self._ticker.tty:
+        if self._tty:
             filled = self.width * done // max(1, total)
             return f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} runs, {_duration(elapsed)}"
         return f"{done} of {total} runs done, {_duration(elapsed)} so far"
 
     def __call__(self, done: int, total: int) -> None:
         self._last = (done, total)
+        if self._ticker is None:
+            self._ticker = _Ticker(tty=self._tty, stream=self._stream, clock=self._clock)
         self._ticker.show(done, total, lambda elapsed: self._line(done, total, elapsed))
 
     def finish(self) -> None:
-        if self._ticker.tty and self._last[1]:
+        """On a terminal, the bar's last state and the end of its line (once)."""
+        if self._ticker is not None and self._tty and self._last[1]:
             done, total = self._last
             self._ticker.show(done, total, lambda elapsed: self._line(done, total, elapsed), final=True)
+        self._last = (0, 0)
 
 
 def phase(text: str, *, step: bool = True, stream: TextIO | None = None) -> None:

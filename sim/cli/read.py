@@ -33,9 +33,9 @@ def analyze(args: argparse.Namespace) -> int:
     summaries = {}
     try:
         for run_dir in args.run_dirs:
+            check_event_log(run_dir / "events.jsonl")
             has_summary = (run_dir / "summary.json").is_file()
             summaries[run_dir] = _checked_summary(run_dir) if has_summary else None
-            check_event_log(run_dir / "events.jsonl")
     except BadEventLog as exc:
         return usage_error(str(exc))
     analyses = _spark_analyses(args.run_dirs, args.master)
@@ -120,7 +120,6 @@ def report(run_dir: Path) -> int:
     from sim.analytics.prescan import BadEventLog, check_event_log  # noqa: PLC0415
     from sim.report.page import ANALYSIS_TABLES, write_report  # noqa: PLC0415
 
-    summary = _checked_summary(run_dir)
     spark = run_dir / "analysis.json"
     analysis = _json_object(spark, "an analysis") if spark.is_file() else None
     for key in ANALYSIS_TABLES if analysis else ():
@@ -131,14 +130,16 @@ def report(run_dir: Path) -> int:
         check_event_log(run_dir / "events.jsonl")
     except BadEventLog as exc:
         raise RunDirError(str(exc)) from None
+    summary = _checked_summary(run_dir)
     path = write_report(run_dir, summary, analysis)
     sys.stdout.write(f"report written to {path}\n")
     return 0
 
 
 def _checked_summary(run_dir: Path) -> dict[str, Any]:
-    """The run's summary.json, once its event log is the one it describes (its line count and
-    sha256): a log cut (at a line's end too) or edited since is named in one line."""
+    """The run's summary.json, once its event log (each line an event: checked before) is the
+    one it describes, by its line count and sha256: a log cut at a line's end, or edited since,
+    is named in one line."""
     from sim.report.page import SUMMARY_KEYS  # noqa: PLC0415
     from sim.studies.rundir import log_problem  # noqa: PLC0415
 

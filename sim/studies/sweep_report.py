@@ -98,8 +98,11 @@ def _causes_table(plan: SweepPlan, runs: list[dict[str, Any]]) -> str:
     return _html_table(["config", *(c.removeprefix("duplicates_") for c in columns)], body)
 
 
-def write_sweep_report(out: Path, plan: SweepPlan, configs: list[dict[str, Any]], runs: list[dict[str, Any]]) -> Path:
-    """Write `out/report.html` from the two tables' rows and return its path."""
+def write_sweep_report(
+    out: Path, plan: SweepPlan, configs: list[dict[str, Any]], runs: list[dict[str, Any]], *, unfinished: int = 0
+) -> Path:
+    """Write `out/report.html` from the two tables' rows and return its path; `unfinished`
+    runs of a sweep stopped part way are said to be missing from it."""
     effects = "".join(
         f"<h2>{html.escape(key)}</h2>" + _image(_plot_effect(plan, configs, i), f"effect of {key} on duplicates")
         for i, key in enumerate(plan.grid_keys)
@@ -110,9 +113,10 @@ def write_sweep_report(out: Path, plan: SweepPlan, configs: list[dict[str, Any]]
 <html><head><meta charset="utf-8"><title>kafkasim sweep of {html.escape(plan.source)}</title><style>{_STYLE}</style></head>
 <body>
 <h1>kafkasim sweep of {html.escape(plan.source)}</h1>
-<p>{len(plan.configs)} configuration(s) &times; {plan.seeds} seed(s) = {len(runs)} runs{html.escape(f"; every run with {sets}" if sets else "")}.
+<p>{len(plan.configs)} configuration(s) &times; {plan.seeds} seed(s) = {len(plan.runs())} runs{html.escape(f"; every run with {sets}" if sets else "")}.
 Rerun any of them with <code>kafkasim run RUN_DIR/scenario.toml</code>. Confidence intervals are 95%, Student's t
 with n - 1 degrees of freedom over the runs that finished.</p>
+{f"<p><b>The sweep stopped part way: {unfinished} of its runs are not done and not in this report; <code>kafkasim sweep ... --resume</code> runs them.</b></p>" if unfinished else ""}
 {effects}
 <h2>Per configuration</h2>
 {_configs_table(plan, configs)}
