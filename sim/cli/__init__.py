@@ -4,7 +4,7 @@
     kafkasim analyze RUN_DIR [RUN_DIR ...] [--master URL] [--json]
     kafkasim report RUN_DIR
     kafkasim study [--out DIR] [--master URL]
-    kafkasim sweep [SCENARIO] --seeds N [--grid KEY=V1,V2 ...] [--set KEY=VALUE ...] [--master URL] --out DIR
+    kafkasim sweep [SCENARIO] --seeds N [--grid KEY=V1,V2 ...] [--set KEY=VALUE ...] [--master URL] --out DIR [--resume]
     kafkasim bench [--json] [--quick] [--sweep] [--analytics]
 
 A user's mistake (a bad file, key or value) is one line on stderr naming it, and exit status 2;
@@ -109,6 +109,11 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="fix a setting for every run")
     sweep.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     sweep.add_argument("--out", type=Path, required=True, help="the sweep directory")
+    sweep.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish a sweep that stopped part way: run only the runs not done, then write the tables and report of all",
+    )
 
     bench = commands.add_parser(
         "bench", help="measure the kernel's throughput and the standard workload against the floor"

@@ -10,6 +10,7 @@ from typing import Any
 
 from sim.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, usage_error
 from sim.cli.figures import group_figures
+from sim.cli.progress import RunProgress
 from sim.cluster.scenario import Scenario
 from sim.engine.kernel import HostKind
 from sim.studies.builtin import load_study
@@ -19,7 +20,7 @@ __all__ = ["consumer_failure_lines", "run"]
 
 def run(args: argparse.Namespace) -> int:
     from sim.cluster.harness import check_scenario  # noqa: PLC0415 - keeps `--help` fast
-    from sim.studies.runner import default_out_dir, print_progress, run_scenario  # noqa: PLC0415
+    from sim.studies.runner import default_out_dir, run_scenario  # noqa: PLC0415
 
     overrides = list(args.set)
     if args.seed is not None:
@@ -29,10 +30,13 @@ def run(args: argparse.Namespace) -> int:
     scenario = load_study(args.scenario, overrides)
     check_scenario(scenario)
     out_dir = args.out or default_out_dir(scenario)
-    progress = print_progress() if sys.stderr.isatty() else None
-    summary = run_scenario(scenario, out_dir, host=HostKind(args.host), progress=progress)
-    if progress is not None:
-        sys.stderr.write("\n")
+    def replacing(run_id: str) -> None:
+        earlier = f"the earlier run {run_id}" if run_id else "an earlier run (it left no summary.json or log to name it)"
+        sys.stderr.write(f"kafkasim: replacing {earlier} in {out_dir}\n")
+
+    progress = RunProgress(scenario.get("run", "duration.ms"), tty=sys.stderr.isatty())
+    summary = run_scenario(scenario, out_dir, host=HostKind(args.host), progress=progress, replacing=replacing)
+    progress.finish(summary["sim_ms"])
     _print_summary(summary, out_dir, as_json=args.json)
     if args.report:
         _write_run_report(out_dir, summary, quiet=args.json)

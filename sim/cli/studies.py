@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
-from sim.cli.errors import EXIT_FAILED, EXIT_USAGE
+from sim.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
+from sim.cli.progress import RunsProgress, phase
 from sim.cli.read import analyze, report
 from sim.cli.run import consumer_failure_lines, run
 from sim.cli.spark import check_master, on_spark
@@ -24,9 +26,17 @@ def study(args: argparse.Namespace) -> int:
     sys.stderr.write("1/3 simulating the default study...\n")
     status = run(run_args)
     if status != 0:
+        # A run stopped by Ctrl-C or a failure still gets its report: its log is what to read.
+        if (args.out / "summary.json").is_file():
+            report(args.out)
         return status
     sys.stderr.write("2/3 analysing the run on Spark...\n")
-    status = analyze(argparse.Namespace(run_dirs=[args.out], master=args.master, json=False))
+    try:
+        status = analyze(argparse.Namespace(run_dirs=[args.out], master=args.master, json=False))
+    except KeyboardInterrupt:
+        sys.stderr.write("kafkasim: interrupted during the analysis; writing the report without Spark's tables\n")
+        report(args.out)
+        return EXIT_INTERRUPTED
     if status != 0:
         return status
     sys.stderr.write("3/3 writing the report...\n")
@@ -34,31 +44,47 @@ def study(args: argparse.Namespace) -> int:
 
 
 def sweep(args: argparse.Namespace) -> int:
-    from sim.studies.sweep import SweepTaskFailed, prepare_sweep_dir, progress_bar, run_sweep  # noqa: PLC0415
+    from sim.studies.sweep import prepare_sweep_dir, run_sweep  # noqa: PLC0415
     from sim.studies.sweep_plan import plan_sweep  # noqa: PLC0415
+    from sim.studies.sweep_resume import SweepStopped, check_resumable, clean_partial_tables  # noqa: PLC0415
 
     plan = plan_sweep(args.scenario, args.set, args.grid, args.seeds)
     check_master(args.master)
-    prepare_sweep_dir(args.out)
-    tty = sys.stderr.isatty()
-    if tty:
-        sys.stderr.write(
-            f"sweeping {len(plan.configs)} configuration(s) x {plan.seeds} seed(s) on Spark ({args.master})...\n"
-        )
-    progress = progress_bar() if tty else None
+    if args.resume:
+        check_resumable(plan, args.out)
+    else:
+        prepare_sweep_dir(args.out)
+    phase(
+        f"sweeping {len(plan.configs)} configuration(s) x {plan.seeds} seed(s) on Spark ({args.master})",
+        step=False,
+    )
+    progress = RunsProgress(tty=sys.stderr.isatty())
+
+    def step(text: str) -> None:
+        progress.finish()  # the bar's line ends before the next phase's
+        phase(text)
 
     def sweep(spark: Any) -> dict[str, Any]:
         # The tables are a row per run: a cluster's default of 200 shuffle partitions only costs.
         spark.conf.set("spark.sql.shuffle.partitions", "2")
-        return run_sweep(plan, args.out, spark=spark, progress=progress)
+        return run_sweep(plan, args.out, spark=spark, progress=progress, resume=args.resume, phase=step)
 
+    phase("starting Spark")
     try:
         outcome = on_spark(args.master, sweep)
-    except SweepTaskFailed as exc:
-        sys.stderr.write(f"{chr(10) if tty else ''}kafkasim: {exc}\n")
-        return EXIT_FAILED
-    if tty:
-        sys.stderr.write("\n")
+    except SweepStopped as exc:
+        progress.finish()
+        interrupted = isinstance(exc.cause, KeyboardInterrupt)
+        sys.stderr.write(f"kafkasim: {'interrupted' if interrupted else exc}\n")
+        _how_to_finish(args, plan, exc.done, exc.total, tables=exc.tables)
+        return EXIT_INTERRUPTED if interrupted else EXIT_FAILED
+    except KeyboardInterrupt:  # again, while the tables of the runs done were written
+        progress.finish()
+        sys.stderr.write("kafkasim: interrupted\n")
+        _how_to_finish(args, plan, None, len(plan.runs()), tables=False)
+        return EXIT_INTERRUPTED
+    finally:
+        clean_partial_tables(args.out)
     for row in outcome["configs"]:
         values = ", ".join(f"{k}={row[k]}" for k in plan.grid_keys)
         mean, low, high = row["duplicates_mean"], row["duplicates_ci95_low"], row["duplicates_ci95_high"]
@@ -71,6 +97,25 @@ def sweep(args: argparse.Namespace) -> int:
         f"report {args.out}/report.html\n"
     )
     return _sweep_status(plan, outcome["results"], args.out)
+
+
+def _how_to_finish(args: argparse.Namespace, plan: Any, done: int | None, total: int, *, tables: bool) -> None:
+    """After a sweep stopped part way: what is written, and the command that finishes it."""
+    command = ["kafkasim", "sweep", *([args.scenario] if args.scenario else []), "--seeds", str(args.seeds)]
+    for grid in args.grid:
+        command += ["--grid", grid]
+    for setting in args.set:
+        command += ["--set", setting]
+    if args.master != "local[*]":
+        command += ["--master", args.master]
+    command += ["--out", str(args.out), "--resume"]
+    if tables:
+        written = f"{done} of {total} runs done: their tables and report are in {args.out}"
+    elif done == 0:
+        written = f"no run of {total} done"
+    else:
+        written = "the tables were not written"
+    sys.stderr.write(f"  {written}; finish the sweep with: {shlex.join(command)}\n")
 
 
 def _sweep_status(plan: Any, results: list[dict[str, Any]], out: Path) -> int:

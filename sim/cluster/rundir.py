@@ -13,7 +13,10 @@ from sim.cluster.scenario import Scenario
 from sim.engine.kernel import Kernel
 from sim.engine.trace import LOG_SCHEMA_VERSION
 
-__all__ = ["RUN_FILES", "ClusterError", "RunDirRefused", "build_summary", "prepare_for_api", "prepare_run_dir", "write_run_dir"]
+__all__ = [
+    "RUN_FILES", "ClusterError", "RunDirRefused", "build_summary", "earlier_run", "prepare_for_api", "prepare_run_dir",
+    "write_run_dir", "write_summary",
+]
 
 RUN_FILES = ("events.jsonl", "scenario.toml", "summary.json", "failure.txt", "analysis.json", "report.html")
 """What a run and its analysis write in a run directory."""
@@ -28,9 +31,13 @@ class ClusterError(ValueError):
     directory without an event log): one sentence that says what is valid."""
 
 
-def prepare_run_dir(out_dir: Path) -> None:
-    """Create `out_dir`, or empty it of an earlier run's files. A directory with other files
-    and no run in it is refused: it is likely not meant for this (a typo in `--out`)."""
+_SUMMARY_SCRATCH = ".summary.json.part"
+
+
+def prepare_run_dir(out_dir: Path) -> str | None:
+    """Create `out_dir`, or empty it of an earlier run's files, and return that run's id (None
+    when there was none). A directory with other files and no run in it is refused: it is
+    likely not meant for this (a typo in `--out`)."""
     if out_dir.exists() and not out_dir.is_dir():
         msg = f"--out {out_dir}: exists and is not a directory"
         raise RunDirRefused(msg)
@@ -39,9 +46,10 @@ def prepare_run_dir(out_dir: Path) -> None:
         if present and not any(name in RUN_FILES for name in present):
             msg = f"--out {out_dir}: not empty and holds no run (found {', '.join(present[:3])}); choose another directory"
             raise RunDirRefused(msg)
+    replaced = earlier_run(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        for name in RUN_FILES:
+        for name in (*RUN_FILES, _SUMMARY_SCRATCH):
             (out_dir / name).unlink(missing_ok=True)
         probe = out_dir / ".kafkasim-write-check"
         probe.write_bytes(b"")
@@ -49,6 +57,34 @@ def prepare_run_dir(out_dir: Path) -> None:
     except OSError as exc:
         msg = f"--out {out_dir}: cannot write there ({exc.strerror or exc})"
         raise RunDirRefused(msg) from None
+    return replaced
+
+
+def earlier_run(out_dir: Path) -> str | None:
+    """The run_id of the run `out_dir` holds: its summary's, else its log's first line's (a
+    run stopped before its summary), else "" (it left neither). None when it holds no run file."""
+    if not out_dir.is_dir() or not any((out_dir / name).exists() for name in RUN_FILES):
+        return None
+    for path, read in (
+        (out_dir / "summary.json", lambda f: json.load(f)),
+        (out_dir / "events.jsonl", lambda f: json.loads(f.readline())),
+    ):
+        try:
+            with path.open("rb") as f:
+                run_id = read(f).get("run_id")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(run_id, str):
+            return run_id
+    return ""
+
+
+def write_summary(out_dir: Path, summary: dict[str, Any]) -> None:
+    """summary.json, written whole or not at all (renamed into place): a run directory with a
+    summary is a run that ended, which `--resume` and the sweep's tables rely on."""
+    scratch = out_dir / _SUMMARY_SCRATCH
+    scratch.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    scratch.replace(out_dir / "summary.json")
 
 
 def build_summary(scenario: Scenario, kernel: Kernel, wall_s: float) -> dict[str, Any]:
@@ -124,7 +160,7 @@ def write_run_dir(
         (out / stale).unlink(missing_ok=True)
     if failure is not None:
         (out / "failure.txt").write_text(failure, encoding="utf-8")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_summary(out, summary)
     if report:
         from sim.report.page import write_report  # noqa: PLC0415 - matplotlib only when asked
 

@@ -15,9 +15,7 @@ A second Ctrl-C interrupts at once.
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
-import sys
 import threading
 import time
 import traceback
@@ -29,7 +27,7 @@ from sim.cluster.harness import Cluster
 from sim.cluster.rundir import build_summary
 from sim.cluster.scenario import Scenario
 from sim.engine.kernel import HostKind, Kernel, SimulationFailed
-from sim.studies.rundir import prepare_run_dir
+from sim.studies.rundir import prepare_run_dir, write_summary
 
 __all__ = ["default_out_dir", "run_scenario"]
 
@@ -44,12 +42,17 @@ def run_scenario(
     *,
     host: HostKind = HostKind.PYKKA,
     progress: Callable[[Kernel], None] | None = None,
+    replacing: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run `scenario` into `out_dir` and return its summary (also written as summary.json).
     What an earlier run left there (its log, summary, analysis, report) is removed first, so a
-    reused directory never mixes two runs."""
+    reused directory never mixes two runs; `replacing(run_id)` is told of it first ("" for a
+    run that left no summary or log to name it). `progress(kernel)` is called between windows:
+    it may read the kernel's time, never change what the run does."""
     events_path = out_dir / "events.jsonl"
-    prepare_run_dir(out_dir)
+    replaced = prepare_run_dir(out_dir)
+    if replaced is not None and replacing is not None:
+        replacing(replaced)
     (out_dir / "scenario.toml").write_text(scenario.to_toml(), encoding="utf-8")
     started = time.perf_counter()
     cluster = Cluster(scenario, events_path=events_path, host=host)
@@ -86,7 +89,7 @@ def run_scenario(
     summary.update(checks)
     summary["interrupted"] = interrupted
     summary["failure"] = None if failure is None else str(failure)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_summary(out_dir, summary)
     return summary
 
 
@@ -112,18 +115,3 @@ class _interrupt_requests:  # noqa: N801 - used as a context manager
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def print_progress(every_s: float = 1.0) -> Callable[[Kernel], None]:
-    """A progress line on stderr about once a second (wall time is read here, never by the
-    simulation)."""
-    last = [time.monotonic()]
-
-    def show(kernel: Kernel) -> None:
-        now = time.monotonic()
-        if now - last[0] >= every_s:
-            last[0] = now
-            sys.stderr.write(
-                f"\r  simulated {kernel.now_ms} ms, {kernel.delivered} deliveries   "
-            )
-            sys.stderr.flush()
-
-    return show

@@ -5,9 +5,13 @@ grid value alone (so a mistake names its grid key), and every combination (setti
 only clash together, such as a heartbeat not below the session timeout). Each (configuration,
 seed) is then one task: the Python worker (this interpreter, `PYSPARK_PYTHON`) parses the
 scenario text with the same overrides `kafkasim run --set ... --seed N` would apply, in the same
-order, and runs it into `DIR/runs/<config>-seed<N>/`, so each run is byte-identical to that
-command's. The workers write the run directories themselves: DIR must be a path the driver can
-read too (one machine, or a shared file system).
+order, and runs it into `DIR/runs/<config>-seed<N>/`; its `[run] name` is its configuration's
+(sweep_plan.py), so its run_id names the configuration, and it is byte-identical to
+`kafkasim run` of its scenario.toml. The workers write the run directories themselves: DIR must
+be a path the driver can read too (one machine, or a shared file system).
+
+A sweep stopped part way (Ctrl-C, a Spark task that died) writes the tables and report of the
+runs that are done and raises `SweepStopped`; `resume` runs only the others (sweep_resume.py).
 """
 
 from __future__ import annotations
@@ -15,9 +19,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 import threading
-import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -27,12 +29,12 @@ from sim.cluster.scenario import parse_scenario
 from sim.studies.rundir import RunDirRefused
 from sim.studies.sweep_plan import SweepPlan
 from sim.studies.sweep_report import write_sweep_report
+from sim.studies.sweep_resume import SweepStopped, clean_partial_tables, run_done, run_result
 from sim.studies.sweep_tables import build_tables, rows, write_table
 
 __all__ = [
     "SweepTaskFailed",
     "prepare_sweep_dir",
-    "progress_bar",
     "run_sweep",
     "run_sweep_tasks",
     "run_task",
@@ -102,11 +104,15 @@ def run_task(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_sweep_tasks(
-    spark: Any, plan: SweepPlan, out: Path, progress: Callable[[int, int], None] | None = None
+    spark: Any,
+    plan: SweepPlan,
+    out: Path,
+    progress: Callable[[int, int], None] | None = None,
+    tasks: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every task on Spark, one partition each; `progress(done, total)` is called about
-    twice a second while they run (it counts the summaries written)."""
-    tasks = plan.tasks(out)
+    """Run the plan's tasks (or those given) on Spark, one partition each; `progress(done,
+    total)` is called about twice a second while they run (it counts the summaries written)."""
+    tasks = plan.tasks(out) if tasks is None else tasks
     sc = spark.sparkContext
     results: list[dict[str, Any]] = []
     errors: list[BaseException] = []
@@ -126,9 +132,12 @@ def run_sweep_tasks(
                 progress(_summaries_written(tasks), len(tasks))
     except KeyboardInterrupt:
         sc.cancelAllJobs()
+        # Spark kills the cancelled tasks' Python workers within seconds: wait for it, so that
+        # no run goes on writing while the tables of the others are built.
+        thread.join(30)
         raise
     if errors:
-        failed = _failed_task(errors[0], plan)
+        failed = _failed_task(errors[0], plan, tasks)
         if failed is not None:
             raise failed from None
         raise errors[0]
@@ -139,16 +148,17 @@ _FAILED_TASK = re.compile(r"Task (\d+) in stage \S+ failed")
 _LOST_TASK = re.compile(r"most recent failure: Lost task [^\n]*?\): (?:[\w.$]+: )?([^\n]*)")
 
 
-def _failed_task(exc: BaseException, plan: SweepPlan) -> SweepTaskFailed | None:
+def _failed_task(exc: BaseException, plan: SweepPlan, tasks: list[dict[str, Any]]) -> SweepTaskFailed | None:
     """The run whose task aborted the job, from Spark's message: task i is partition i, which
-    holds the i-th run of `plan.tasks`. None when the message names no task."""
+    holds the i-th of `tasks`. None when the message names no task."""
     text = str(exc)
     found = _FAILED_TASK.search(text)
-    runs = plan.runs()
-    if found is None or int(found.group(1)) >= len(runs):
+    if found is None or int(found.group(1)) >= len(tasks):
         python = "PythonException: " in text or type(exc).__name__ == "PythonException"
         return SweepTaskFailed(f"a Spark task failed: {_executor_error(text)}") if python else None
-    config, seed = runs[int(found.group(1))]
+    task = tasks[int(found.group(1))]
+    config = next(c for c in plan.configs if c.config_id == task["config_id"])
+    seed = task["seed"]
     msg = f"run {plan.describe_run(config, seed)} failed in its Spark task: {_executor_error(text)}"
     return SweepTaskFailed(msg)
 
@@ -171,19 +181,6 @@ def _summaries_written(tasks: list[dict[str, Any]]) -> int:
     return sum((Path(t["run_dir"]) / "summary.json").is_file() for t in tasks)
 
 
-def progress_bar(width: int = 30) -> Callable[[int, int], None]:
-    """A bar on stderr, redrawn in place (for a terminal)."""
-    started = time.monotonic()
-
-    def show(done: int, total: int) -> None:
-        filled = width * done // max(1, total)
-        elapsed = time.monotonic() - started
-        sys.stderr.write(f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total} runs, {elapsed:.0f} s ")
-        sys.stderr.flush()
-
-    return show
-
-
 def write_plan(plan: SweepPlan, out: Path) -> None:
     (out / "sweep.json").write_text(json.dumps(plan.describe(), indent=2) + "\n", encoding="utf-8")
 
@@ -195,12 +192,29 @@ def run_sweep(
     master: str = "local[*]",
     progress: Callable[[int, int], None] | None = None,
     spark: Any = None,
+    resume: bool = False,
+    phase: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """The whole sweep into `out` (already prepared): sweep.json, the runs on Spark, the tables
-    and the report. Returns the tasks' results and the tables' rows. A given `spark` session is
-    used and left running; otherwise one is started on `master` and stopped."""
-
-    write_plan(plan, out)
+    """The whole sweep into `out` (already prepared, or to `resume`: checked): sweep.json, the
+    runs on Spark (to resume, those not done), the tables and the report; `phase(text)` is told
+    of each step. Returns the tasks' results and the tables' rows. A given `spark` session is
+    used and left running; otherwise one is started on `master` and stopped. Runs stopped part
+    way: the tables and report of the runs done, then `SweepStopped`."""
+    say = phase or (lambda _text: None)
+    all_tasks = plan.tasks(out)
+    if resume:
+        for name in ("report.html", *(f"{t}.{kind}" for t in ("runs", "configs") for kind in ("csv", "parquet"))):
+            path = out / name  # they describe the sweep as it was: rewritten below
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        clean_partial_tables(out)
+        done = {t["run_dir"] for t in all_tasks if run_done(Path(t["run_dir"]))}
+    else:
+        write_plan(plan, out)
+        done = set()
+    todo = [t for t in all_tasks if t["run_dir"] not in done]
     own = spark is None
     if own:
         from sim.analytics.session import spark_session  # noqa: PLC0415
@@ -208,17 +222,38 @@ def run_sweep(
         spark = spark_session(master)
         # The tables are a row per run: a cluster's default of 200 shuffle partitions only costs.
         spark.conf.set("spark.sql.shuffle.partitions", "2")
+    stopped: BaseException | None = None
     try:
-        results = run_sweep_tasks(spark, plan, out, progress)
-        runs, configs = build_tables(spark, plan, out)
-        runs, configs = runs.cache(), configs.cache()
-        write_table(runs, out, "runs")
-        write_table(configs, out, "configs")
-        run_rows, config_rows = rows(runs), rows(configs)
-        runs.unpersist()
-        configs.unpersist()
+        say(f"running {len(todo)} runs" + (f" ({len(done)} done before)" if done else ""))
+        try:
+            results = run_sweep_tasks(spark, plan, out, progress, todo) if todo else []
+        except (KeyboardInterrupt, SweepTaskFailed) as exc:
+            stopped, results = exc, []
+        by_dir = {r["run_dir"]: r for r in results}
+        finished = all_tasks
+        if stopped is not None:
+            finished = [t for t in all_tasks if t["run_dir"] in done or run_done(Path(t["run_dir"]))]
+            if not finished:
+                raise SweepStopped(stopped, 0, len(all_tasks), tables=False) from None
+        results = [by_dir.get(t["run_dir"]) or run_result(t) for t in finished]
+        only = None if stopped is None else {Path(t["run_dir"]).name for t in finished}
+        say("writing the tables" + ("" if only is None else f" of the runs done ({len(finished)})"))
+        try:
+            runs, configs = build_tables(spark, plan, out, only)
+            runs, configs = runs.cache(), configs.cache()
+            write_table(runs, out, "runs")
+            write_table(configs, out, "configs")
+            run_rows, config_rows = rows(runs), rows(configs)
+            runs.unpersist()
+            configs.unpersist()
+        except BaseException:
+            clean_partial_tables(out)
+            raise
     finally:
         if own:
             spark.stop()
-    write_sweep_report(out, plan, config_rows, run_rows)
-    return {"results": results, "runs": run_rows, "configs": config_rows}
+    say("writing the report")
+    write_sweep_report(out, plan, config_rows, run_rows, unfinished=len(all_tasks) - len(finished))
+    if stopped is not None:
+        raise SweepStopped(stopped, len(finished), len(all_tasks), tables=True) from None
+    return {"results": sorted(results, key=lambda r: (r["config_id"], r["seed"])), "runs": run_rows, "configs": config_rows}

@@ -4,12 +4,20 @@ The scenario is read with the `--set` overrides, every grid value alone (so a mi
 grid key), and every combination (settings that only clash together, such as a heartbeat not
 below the session timeout). The plan's configurations are the product of the grids, in the
 order given; the sweep's tasks, tables and report all read it.
+
+Each configuration's runs are named after it (`[run] name`, and so the run_id stamped on every
+event): `NAME-cN-HASH`, HASH eight hex digits of the sha256 of the scenario's text and the
+configuration's overrides. The id stays short and safe in a file name whatever the values
+(lists, strings), tells the configurations of one sweep apart, and those of two sweeps of the
+same name too, so that grouping many runs' events by run_id never merges two configurations.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +25,7 @@ from typing import Any
 from sim.cluster.scenario import Scenario, ScenarioError, parse_scenario
 from sim.cluster.schema import ARRAYS
 
-__all__ = ["Config", "Grid", "SweepError", "SweepPlan", "plan_sweep", "resolved_value", "split_values"]
+__all__ = ["Config", "Grid", "SweepError", "SweepPlan", "config_name", "plan_sweep", "resolved_value", "split_values"]
 
 
 class SweepError(ScenarioError):
@@ -38,6 +46,8 @@ class Config:
     """`KEY=VALUE` per grid key, in grid order."""
     values: tuple[Any, ...]
     """Each grid key's value as the resolved scenario holds it (checked and typed)."""
+    name: str
+    """The `[run] name` its runs get (`config_name`): their run_id is `NAME-seedN`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +83,7 @@ class SweepPlan:
                 "seed": seed,
                 "source": self.source,
                 "text": self.text,
-                "overrides": [*self.sets, *config.overrides, f"run.seed={seed}"],
+                "overrides": [*self.sets, *config.overrides, f"run.name={json.dumps(config.name)}", f"run.seed={seed}"],
                 "run_dir": str(runs / self.run_name(config, seed)),
             }
             for config, seed in self.runs()
@@ -83,11 +93,17 @@ class SweepPlan:
         """sweep.json: what was swept, and how to rerun any of its runs."""
         return {
             "scenario": self.source,
+            "scenario_sha256": hashlib.sha256(self.text.encode()).hexdigest(),
             "sets": list(self.sets),
             "grid": {g.key: list(g.texts) for g in self.grids},
             "seeds": self.seeds,
             "configs": [
-                {"config_id": c.config_id, "overrides": list(c.overrides), "values": dict(zip(self.grid_keys, c.values, strict=True))}
+                {
+                    "config_id": c.config_id,
+                    "name": c.name,
+                    "overrides": list(c.overrides),
+                    "values": dict(zip(self.grid_keys, c.values, strict=True)),
+                }
                 for c in self.configs
             ],
         }
@@ -211,8 +227,17 @@ def plan_sweep(
         values = tuple(
             _plain(resolved_value(scenario, g.key), v) for g, v in zip(grids, combo, strict=True)
         )
-        configs.append(Config(f"c{n:0{width}d}", overrides, values))
+        config_id = f"c{n:0{width}d}"
+        name = config_name(scenario.name, config_id, text, [*sets, *overrides])
+        configs.append(Config(config_id, overrides, values, name))
     return SweepPlan(base.source, text, sets, grids, seeds, tuple(configs))
+
+
+def config_name(base: str, config_id: str, text: str, settings: Sequence[str]) -> str:
+    """`BASE-cN-HASH`: HASH the first eight hex digits of the sha256 of the scenario's text and
+    the configuration's overrides (`--set` ones, then the grid's)."""
+    digest = hashlib.sha256(json.dumps([text, list(settings)]).encode()).hexdigest()
+    return f"{base}-{config_id}-{digest[:8]}"
 
 
 def _plain(value: Any, text: str) -> Any:

@@ -182,14 +182,17 @@ def _scenario_section(plan: SweepPlan) -> str:
 <h3>Swept</h3><ul>{grids or "<li>nothing: every run has the same settings</li>"}<li>seeds 1 to {plan.seeds}</li></ul></section>"""
 
 
-def write_sweep_report(out: Path, plan: SweepPlan, configs: list[dict[str, Any]], runs: list[dict[str, Any]]) -> Path:
-    """Write `out/report.html` from the two tables' rows and return its path."""
+def write_sweep_report(
+    out: Path, plan: SweepPlan, configs: list[dict[str, Any]], runs: list[dict[str, Any]], *, unfinished: int = 0
+) -> Path:
+    """Write `out/report.html` from the two tables' rows and return its path; `unfinished`
+    runs of a sweep stopped part way are said to be missing from it."""
     effects = "".join(
         f"<h3>{html.escape(key)}</h3>" + plot_effect(plan, configs, runs, i) for i, key in enumerate(plan.grid_keys)
     )
     title = f"kafkasim sweep of {plan.source}"
     counts = (f"{fmt.plural(len(plan.configs), 'configuration')} &times; {fmt.plural(plan.seeds, 'seed')} = "
-              f"{fmt.plural(len(runs), 'run')}")
+              f"{fmt.plural(len(plan.runs()), 'run')}")
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)}</title><style>{STYLE}</style></head>
@@ -198,6 +201,7 @@ def write_sweep_report(out: Path, plan: SweepPlan, configs: list[dict[str, Any]]
 <p>{counts}. Rerun any of them with <code>kafkasim run RUN_DIR/scenario.toml</code>. Intervals are 95%
 confidence intervals of the mean, Student's t with n - 1 degrees of freedom over the runs that finished,
 clipped at 0 (a count is never negative); a configuration with one run has none.</p>
+{f"<p><b>The sweep stopped part way: {unfinished} of its runs are not done and not in this report; <code>kafkasim sweep ... --resume</code> runs them.</b></p>" if unfinished else ""}
 {_scenario_section(plan)}
 {"<h2>Effect on duplicates</h2>" + effects if effects else ""}
 <h2>Per configuration</h2>

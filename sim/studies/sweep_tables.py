@@ -13,6 +13,7 @@ and all (quote them in Spark SQL: `` `consumers.1.linger.ms` ``).
 from __future__ import annotations
 
 import shutil
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -90,8 +91,9 @@ def _grid_type(values: list[Any]) -> Any:
     return T.StringType()
 
 
-def _plan_frame(spark: Any, plan: SweepPlan) -> Any:
-    """One row per run of the plan: run name, configuration, grid values, seed."""
+def _plan_frame(spark: Any, plan: SweepPlan, only: Collection[str] | None) -> Any:
+    """One row per run of the plan (of those named in `only`): run name, configuration, grid
+    values, seed."""
     from pyspark.sql import types as T  # noqa: PLC0415, N812
 
     types = [_grid_type([c.values[i] for c in plan.configs]) for i in range(len(plan.grids))]
@@ -105,7 +107,8 @@ def _plan_frame(spark: Any, plan: SweepPlan) -> Any:
             for v, t in zip(config.values, types, strict=True)
         ]
         for seed in range(1, plan.seeds + 1):
-            rows.append((plan.run_name(config, seed), config.config_id, *cells, seed))
+            if only is None or plan.run_name(config, seed) in only:
+                rows.append((plan.run_name(config, seed), config.config_id, *cells, seed))
     return spark.createDataFrame(rows, T.StructType(fields))
 
 
@@ -115,12 +118,13 @@ def _q(name: str) -> Any:
     return F.col(f"`{name}`")
 
 
-def build_tables(spark: Any, plan: SweepPlan, out: Path) -> tuple[Any, Any]:
-    """The `runs` and `configs` DataFrames of the sweep in `out` (not yet written)."""
+def build_tables(spark: Any, plan: SweepPlan, out: Path, only: Collection[str] | None = None) -> tuple[Any, Any]:
+    """The `runs` and `configs` DataFrames of the sweep in `out` (not yet written): of every
+    run of the plan, or of the runs named in `only` (a sweep stopped part way)."""
     from pyspark.sql import functions as F  # noqa: PLC0415, N812
 
     runs_dir = out.resolve() / "runs"
-    planned = _plan_frame(spark, plan)
+    planned = _plan_frame(spark, plan, only)
     paths = [str(p) for p in sorted(runs_dir.glob("*/summary.json"))]
     summaries = (
         spark.read.schema(_summary_schema()).option("multiLine", True).json(paths)

@@ -17,7 +17,7 @@ import pytest
 from sim.cluster.scenario import load_scenario
 from sim.studies.runner import run_scenario
 from sim.studies.stats import t_quantile
-from sim.studies.sweep import prepare_sweep_dir, progress_bar, run_sweep
+from sim.studies.sweep import prepare_sweep_dir, run_sweep
 from sim.studies.sweep_plan import plan_sweep, split_values
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,8 +66,11 @@ def test_the_plan_is_the_cartesian_product_of_the_grids_with_typed_values(scenar
     ]
     tasks = plan.tasks(Path("out"))
     assert len(tasks) == 12
-    # The overrides `kafkasim run --set ... --seed N` applies, in its order.
-    assert tasks[4]["overrides"] == ["run.duration.ms=5000", f"{COMMIT}=1000", "consumers.1.commit=sync", "run.seed=2"]
+    # The overrides `kafkasim run --set ... --seed N` applies, in its order, and the name of
+    # the configuration's runs.
+    assert tasks[4]["overrides"] == [
+        "run.duration.ms=5000", f"{COMMIT}=1000", "consumers.1.commit=sync", f'run.name="{plan.configs[1].name}"', "run.seed=2"
+    ]
     assert tasks[4]["run_dir"] == str(Path("out").resolve() / "runs" / "c2-seed2")
 
 
@@ -75,11 +78,6 @@ def test_ten_configurations_get_ids_that_sort() -> None:
     plan = plan_sweep(None, [], ["network.latency.max.ms=" + ",".join(str(n) for n in range(1, 11))], 1)
     assert [c.config_id for c in plan.configs][:2] == ["c01", "c02"]
     assert plan.configs[-1].config_id == "c10"
-
-
-def test_the_progress_bar_counts_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    progress_bar(width=10)(2, 4)
-    assert capsys.readouterr().err == "\r  [#####.....] 2/4 runs, 0 s "
 
 
 @pytest.mark.parametrize(
@@ -231,12 +229,33 @@ def test_the_configs_table_has_means_deviations_and_t_intervals(swept: tuple[Pat
 @pytest.mark.spark
 def test_a_sweep_run_is_byte_identical_to_kafkasim_run(swept: tuple[Path, Path, dict[str, Any]], tmp_path: Path) -> None:
     scenario, out, _ = swept
-    # What `kafkasim run s.toml --set consumers.1.auto.commit.interval.ms=5000 --seed 2` runs.
-    direct = run_scenario(load_scenario(str(scenario), [f"{COMMIT}=5000", "run.seed=2"]), tmp_path / "direct")
+    name = json.loads((out / "sweep.json").read_text())["configs"][1]["name"]
+    # What `kafkasim run s.toml --set consumers.1.auto.commit.interval.ms=5000 --set run.name=NAME --seed 2`
+    # runs, and what `kafkasim run DIR/runs/c2-seed2/scenario.toml` runs again.
+    direct = run_scenario(load_scenario(str(scenario), [f"{COMMIT}=5000", f"run.name={name}", "run.seed=2"]), tmp_path / "direct")
+    again = run_scenario(load_scenario(str(out / "runs" / "c2-seed2" / "scenario.toml")), tmp_path / "again")
     swept_log = (out / "runs" / "c2-seed2" / "events.jsonl").read_bytes()
-    assert hashlib.sha256(swept_log).hexdigest() == direct["events_digest"]
+    assert hashlib.sha256(swept_log).hexdigest() == direct["events_digest"] == again["events_digest"]
     assert swept_log == (tmp_path / "direct" / "events.jsonl").read_bytes()
     assert direct["duplicates"] == 304
+
+
+@pytest.mark.spark
+def test_every_event_of_a_sweep_run_carries_its_configurations_run_id(swept: tuple[Path, Path, dict[str, Any]]) -> None:
+    """Grouping `runs/*/events.jsonl` by run_id never merges two configurations."""
+    _, out, outcome = swept
+    by_run = {}
+    for run in sorted((out / "runs").iterdir()):
+        ids = {json.loads(line)["run_id"] for line in (run / "events.jsonl").read_text().splitlines()}
+        (by_run[run.name],) = ids
+    names = [c["name"] for c in json.loads((out / "sweep.json").read_text())["configs"]]
+    assert by_run == {
+        "c1-seed1": f"{names[0]}-seed1",
+        "c1-seed2": f"{names[0]}-seed2",
+        "c2-seed1": f"{names[1]}-seed1",
+        "c2-seed2": f"{names[1]}-seed2",
+    }
+    assert [r["run_id"] for r in outcome["runs"]] == [by_run[name] for name in sorted(by_run)]
 
 
 @pytest.mark.spark
@@ -258,7 +277,14 @@ def test_the_command_on_local_2_with_two_grids(scenario_file: Path) -> None:
     args = ["sweep", "s.toml", "--seeds", "1", "--grid", f"{COMMIT}=1000,5000", "--grid", "consumers.1.commit=none,sync"]
     result = kafkasim(*args, "--master", "local[2]", "--out", "sweep", cwd=cwd)
     assert result.returncode == 0, result.stderr
-    assert "runs," not in result.stderr  # no progress bar
+    ours = [line for line in result.stderr.splitlines() if not line.startswith("WARNING")]  # the JVM's
+    assert [line for line in ours if " runs done, " not in line] == [  # no bar; a line a tenth after 5 s
+        "sweeping 4 configuration(s) x 1 seed(s) on Spark (local[2])",
+        "  starting Spark",
+        "  running 4 runs",
+        "  writing the tables",
+        "  writing the report",
+    ]
     assert result.stdout.splitlines() == [
         f"c1 {COMMIT}=1000, consumers.1.commit=none: duplicates 0, n 1",
         f"c2 {COMMIT}=1000, consumers.1.commit=sync: duplicates 0, n 1",
