@@ -1021,4 +1021,13 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/cli/test_progress.py::test_off_a_terminal_a_long_run_prints_a_line_every_tenth_once_past_five_seconds",
         ),
     ),
+    Mutant(
+        "leaderless_spell_ends_only_at_an_election",
+        "the story's spell without a live leader ends when any broker takes the leadership, a restarted leader resuming "
+        "its partitions without an election too (sim/report/run_facts.py)",
+        "sim/report/run_facts.py",
+        "        gap = self.leaderless.pop(partition, None)\n        if gap is not None:\n            gap[\"to_ms\"], gap[\"resumed_by\"] = now, broker\n",
+        "        gap = self.leaderless.pop(partition, None) if self.leader.get(partition) != broker else None\n        if gap is not None:\n            gap[\"to_ms\"], gap[\"resumed_by\"] = now, broker\n",
+        ("tests/report/test_story_claims.py::test_two_brokers_crash_in_turn_and_a_restarted_leader_resumes",),
+    ),
 )
