@@ -110,7 +110,8 @@ class _Scan:
         self.committed: dict[tuple[str, str], int] = {}
         self.processed: dict[tuple[str, str, str], int] = {}  # (node, group, tp) -> end offset
         self.last_commit: dict[str, tuple[int, str]] = {}
-        self.up: set[str] = set()  # nodes whose process runs
+        self.up: dict[str, int] = {}  # nodes whose process runs -> when it started
+        self.member_process: dict[str, int] = {}  # member id -> when the process that had it started
         self.removals: dict[tuple[str, str], dict[str, Any]] = {}  # (group, member id) -> its first removal
         self.pending_commits: dict[tuple[str, int], str] = {}
 
@@ -128,11 +129,11 @@ class _Scan:
         keys = ("ts_ms", "event", "target", "kind", "action", "until_ms", "side_a", "side_b", "one_way", "incarnation", "reason")
         self.facts.faults.append({k: e.get(k) for k in keys})
         if e["event"] == "node_started":
-            self.up.add(e["target"])
+            self.up[e["target"]] = e["ts_ms"]
             for key in [k for k in self.processed if k[0] == e["target"]]:  # a new process starts from the committed offsets
                 del self.processed[key]
         if e["event"] in ("node_crashed", "node_stopped"):
-            self.up.discard(e["target"])
+            self.up.pop(e["target"], None)
             self._node_down(e)
 
     def _node_down(self, e: dict[str, Any]) -> None:
@@ -269,7 +270,7 @@ class _Scan:
     # consumers and groups
 
     def _on_partitions_assigned(self, e: dict[str, Any]) -> None:
-        self.member_node[e["member_id"]] = e["node"]
+        self._see_member(e["member_id"], e["node"])
         for tp in e["partitions"]:
             self._end_hold(e["node"], tp, e["ts_ms"], "partitions_assigned")
             hold = {"consumer": e["node"], "group_id": e["group_id"], "partition": tp,
@@ -292,12 +293,16 @@ class _Scan:
         key = (e["node"], e["group_id"], _tp(e))
         self.processed[key] = max(self.processed.get(key, 0), e["end_offset"])
 
+    def _see_member(self, member_id: str, node: str) -> None:
+        self.member_node[member_id] = node
+        self.member_process.setdefault(member_id, self.up.get(node, -1))
+
     def _on_join_group_failed(self, e: dict[str, Any]) -> None:
         if e["assigned_member_id"]:
-            self.member_node[e["assigned_member_id"]] = e["node"]
+            self._see_member(e["assigned_member_id"], e["node"])
 
     def _on_offset_commit_sent(self, e: dict[str, Any]) -> None:
-        self.member_node[e["member_id"]] = e["node"]
+        self._see_member(e["member_id"], e["node"])
         self.pending_commits[(e["node"], e["commit_id"])] = e["kind"]
 
     def _on_offset_commit_answered(self, e: dict[str, Any]) -> None:
@@ -323,7 +328,8 @@ class _Scan:
         if group in self.rebalance:
             self.rebalance[group]["removed"].append([e["member_id"], e["reason"]])
         node = self.member_node.get(e["member_id"])
-        if e["reason"] != "leave" and node in self.up and (e["group_id"], e["member_id"]) not in self.removals:
+        running = node in self.up and self.member_process.get(e["member_id"]) == self.up[node]  # not a crashed process's
+        if e["reason"] != "leave" and running and (e["group_id"], e["member_id"]) not in self.removals:
             self.removals[(e["group_id"], e["member_id"])] = {
                 "consumer": node, "group_id": e["group_id"], "from_ms": e["ts_ms"], "reason": e["reason"]}
 
@@ -388,7 +394,7 @@ class _Scan:
             if rebalance["trigger"] is not None:
                 rebalance["trigger"]["member"] = self.member_node.get(rebalance["trigger"]["member"], "a new member")
         for out in self.removals.values():
-            back = [r for r in facts.rebalances if r["group_id"] == out["group_id"] and r["formed_ms"] > out["from_ms"]
+            back = [r for r in facts.rebalances if r["group_id"] == out["group_id"] and r["formed_ms"] >= out["from_ms"]
                     and out["consumer"] in r["members"]]
             out["to_ms"], out["generation_id"] = (back[0]["formed_ms"], back[0]["generation_id"]) if back else (None, None)
             facts.out_of_group.append(out)

@@ -573,11 +573,15 @@ class Checker:
                    if self.log.member_node.get(e["member_id"]) == node and e["reason"] != "leave"]
         if not removed:
             return "no removal then"
-        at = removed[0]["ts_ms"]
+        at, member = removed[0]["ts_ms"], removed[0]["member_id"]
         ups = [e for e in self.log.of("node_started", "node_crashed", "node_stopped") if e["target"] == node and e["ts_ms"] <= at]
         if not ups or ups[-1]["event"] != "node_started":
             return "its process was down"
-        back = [e for e in self.log.of("generation_started") if e["group_id"] == group and e["ts_ms"] > at
+        first_seen = next(e["ts_ms"] for e in self.log.events if e.get("actor") == "consumer" and e["node"] == node
+                          and member in (e.get("member_id"), e.get("assigned_member_id")))
+        if first_seen < ups[-1]["ts_ms"]:
+            return "the member removed was an earlier process's, not the running one's"
+        back = [e for e in self.log.of("generation_started") if e["group_id"] == group and e["ts_ms"] >= at
                 and node in {self.log.member_node.get(m) for m in e["members"]}]
         to = back[0]["ts_ms"] if back else self.log.end
         if s(to - at) != length or (generation is None) != (not back):

@@ -13,6 +13,7 @@ from sim.cluster.scenario import load_scenario
 from sim.engine.kernel import HostKind
 from sim.report.narrative import narrate
 from sim.report.run_facts import scan_events
+from sim.studies.builtin import load_study
 from sim.studies.runner import run_scenario
 from tests.properties import group_swarm
 from tests.report.story_claims import check
@@ -52,6 +53,30 @@ def test_two_brokers_crash_in_turn_and_a_restarted_leader_resumes(tmp_path: Path
 def test_no_claim_of_a_swarm_runs_story_is_contradicted_by_its_log(seed: int, tmp_path: Path) -> None:
     run = group_swarm.run(seed, tmp_path)
     assert check(tmp_path, _story(tmp_path, run.summary)) == []
+
+
+@pytest.fixture(scope="module")
+def default_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("default-study")
+    return out, run_scenario(load_study(None), out, host=HostKind.DIRECT)
+
+
+def test_no_claim_of_the_default_studys_story_is_contradicted_by_its_log(default_study: tuple[Path, dict]) -> None:
+    run_dir, summary = default_study
+    assert check(run_dir, _story(run_dir, summary)) == []
+
+
+def test_a_restarted_consumer_is_not_told_out_of_its_group_for_its_dead_processs_member(
+    default_study: tuple[Path, dict],
+) -> None:
+    """consumer-2 crashes at 31 s and starts again at 51 s; its first process's member is
+    removed for its session at 75.1 s, when the new process is in the group already: that is
+    no spell out of the group, and the check says why."""
+    run_dir, summary = default_study
+    assert not [line for line in _story(run_dir, summary) if "still running" in line]
+    told = ("From 75.1 s consumer-2, still running, was out of group billing for 15.0 s, until generation 3 took it back: "
+            "the coordinator removed it (its session timed out).")
+    assert check(run_dir, [told]) == [f"{told!r}: the member removed was an earlier process's, not the running one's"]
 
 
 @pytest.mark.parametrize("name", sorted(STORIES))
