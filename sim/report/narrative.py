@@ -313,6 +313,8 @@ def _fault_moments(summary: dict[str, Any], facts: RunFacts) -> list[tuple[int, 
 def _call(node: str, action: str) -> str:
     if action == "shutdown":
         return f"{node}'s operator stopped it (kafka-server-stop)"
+    if node == "admin":
+        return f"the operator called {action}() on the admin client"
     if action in ("stall", "slow"):
         return f"{node}'s processing became {'stalled' if action == 'stall' else 'slow'}"
     return f"{node}'s application called {action}()"

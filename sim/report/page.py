@@ -122,8 +122,8 @@ def write_report(run_dir: Path, summary: dict[str, Any], analysis: dict[str, Any
     title = f"kafkasim run {summary['run_id']}"
     facts = scan_events(run_dir / "events.jsonl", summary.get("sim_ms", 0))
     lane = marks(facts)
-    ownership = plot_ownership(facts, summary.get("duplicate_spans", []), lane)
     skips = summary.get("skip_spans")
+    ownership = plot_ownership(facts, summary.get("duplicate_spans", []), lane, skips)
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)}</title><style>{STYLE}</style></head>

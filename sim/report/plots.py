@@ -23,6 +23,13 @@ __all__ = ["CAUSE_COLOURS", "LEFT", "LEGEND_X", "RIGHT", "WIDTH", "legend", "plo
 CAUSE_COLOURS = ("#ff00ff", "#00b000", "#0000ff", "#000000", "#a05a00")
 """The duplicate spans' hatch colours, by cause in sorted order (magenta first)."""
 
+SKIP_COLOUR = "#d62728"
+"""Skipped records: a red cross-hatch with a dashed outline, over the lane of the consumer whose
+commit or reset passed them (or the operator's row)."""
+
+OPERATOR = "admin"
+"""The skip spans' `consumer` for an operator's action; its row is labelled `operator`."""
+
 WIDTH, LEFT, RIGHT, LEGEND_X = 1060, 100, 840, 860
 LANE_PX = 14
 """A partition's lane in a consumer's row."""
@@ -59,19 +66,32 @@ def _hatch(svg: Svg, index: int, colour: str) -> str:
     return f"url(#{ident})"
 
 
-def plot_ownership(facts: RunFacts, spans: list[dict[str, Any]], lane: list[Mark]) -> str | None:
+def _cross_hatch(svg: Svg) -> str:
+    svg.defs.append(
+        '<pattern id="skip-hatch" patternUnits="userSpaceOnUse" width="6" height="6">'
+        '<rect width="6" height="6" fill="white" fill-opacity="0.6"/>'
+        f'<path d="M0,0 L6,6 M6,0 L0,6" stroke="{SKIP_COLOUR}" stroke-width="1"/></pattern>'
+    )
+    return "url(#skip-hatch)"
+
+
+def plot_ownership(
+    facts: RunFacts, spans: list[dict[str, Any]], lane: list[Mark], skips: list[dict[str, Any]] | None = None,
+) -> str | None:
     """One row per consumer, as tall as its group has partitions: a bar per partition it held,
     labelled with the partition and its generation where the bar has room (always in its
-    tooltip); the duplicate spans over their partition, hatched in their cause's colour."""
-    holds = facts.holds
+    tooltip); the duplicate spans over their partition, hatched in their cause's colour; the
+    skip spans over the partition of whoever passed them, cross-hatched in red."""
+    holds, skips = facts.holds, skips or []
     if not holds:
         return None
     axis = TimeAxis(LEFT, RIGHT, facts.end_ms)
-    consumers = sorted({h["consumer"] for h in holds} | {s["consumer"] for s in spans}, key=node_order)
+    marked = [*spans, *skips]
+    consumers = sorted({h["consumer"] for h in holds} | {s["consumer"] for s in marked}, key=node_order)
     group_of = {h["consumer"]: h["group_id"] for h in holds}
-    group_of.update({s["consumer"]: s["group_id"] for s in spans if s["consumer"] not in group_of})
+    group_of.update({s["consumer"]: s["group_id"] for s in marked if s["consumer"] not in group_of})
     by_group: dict[str, list[str]] = {}
-    for tp in sorted({(h["group_id"], h["partition"]) for h in holds} | {(s["group_id"], s["partition"]) for s in spans}):
+    for tp in sorted({(h["group_id"], h["partition"]) for h in holds} | {(s["group_id"], s["partition"]) for s in marked}):
         by_group.setdefault(tp[0], []).append(tp[1])
     for names in by_group.values():
         names.sort(key=node_order)
@@ -91,7 +111,7 @@ def plot_ownership(facts: RunFacts, spans: list[dict[str, Any]], lane: list[Mark
         height = len(by_group[group_of[consumer]]) * LANE_PX + 10
         if i % 2 == 0:
             svg.add(svg.rect(LEFT, y0 - 4, RIGHT - LEFT, height, fill="#f4f4f4"))
-        svg.add(svg.text(LEFT - 8, y0 + height / 2, consumer, text_anchor="end"))
+        svg.add(svg.text(LEFT - 8, y0 + height / 2, "operator" if consumer == OPERATOR else consumer, text_anchor="end"))
     draw_guides(svg, lane, axis, top, bottom)
     draw_lane(svg, placed, 4)
     for h in holds:
@@ -121,6 +141,18 @@ def plot_ownership(facts: RunFacts, spans: list[dict[str, Any]], lane: list[Mark
         svg.add(svg.group(svg.title(tip), svg.rect(x0, y0, width, LANE_PX, fill=fills[i],
                                                    stroke=CAUSE_COLOURS[i % len(CAUSE_COLOURS)], stroke_width=1.5),
                           class_="duplicate-span", data_cause=s["cause"]))
+    skip_fill = _cross_hatch(svg) if skips else ""
+    for s in skips:
+        lane_of = by_group[s["group_id"]].index(s["partition"])
+        y0 = row_top[s["consumer"]] + lane_of * LANE_PX - 1
+        x0 = axis.x(s["from_ms"])
+        width = max(axis.x(s["to_ms"]) - x0, SHORTEST_SPAN_PX)
+        who = "the operator" if s["consumer"] == OPERATOR else s["consumer"]
+        tip = (f"{who} moved group {s['group_id']} past offsets {s['first_offset']} to {s['end_offset'] - 1} of "
+               f"{s['partition']} at {s['from_ms'] / 1000:.3f} s, never processed ({s['cause']})")
+        svg.add(svg.group(svg.title(tip), svg.rect(x0, y0, width, LANE_PX, fill=skip_fill, stroke=SKIP_COLOUR,
+                                                   stroke_width=1.5, stroke_dasharray="3 2"),
+                          class_="skip-span", data_cause=s["cause"]))
     axis.draw(svg, bottom + 2)
     items = fault_key(svg, lane)
     items += [("header", "partitions")] + [(svg.rect(0, 0, 24, 12, fill=colour[p], fill_opacity=0.8), p) for p in every]
@@ -128,6 +160,10 @@ def plot_ownership(facts: RunFacts, spans: list[dict[str, Any]], lane: list[Mark
         items.append(("header", "processed again"))
         items += [(svg.rect(0, 0, 24, 12, fill=fills[i], stroke=CAUSE_COLOURS[i % len(CAUSE_COLOURS)]), c)
                   for i, c in enumerate(causes)]
+    if skips:
+        items.append(("header", "skipped"))
+        items += [(svg.rect(0, 0, 24, 12, fill=skip_fill, stroke=SKIP_COLOUR, stroke_dasharray="3 2"), c)
+                  for c in sorted({s["cause"] for s in skips})]
     end = legend(svg, items, 4)
     svg.height = max(bottom + 40, end + 4)
     return svg.render()

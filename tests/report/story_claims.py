@@ -656,6 +656,7 @@ SENTENCES: list[tuple[str, str]] = [
     (rf"At {T} (\S+)'s operator stopped it \(kafka-server-stop\)\.", "called_shutdown"),
     (rf"At {T} (\S+)'s processing became (stalled|slow)\.", "called_processing"),
     (rf"At {T} (\S+)'s application called (\w+)\(\)\.", "called"),
+    (rf"At {T} the operator called (\w+)\(\) on the admin client\.", "called_admin"),
     (rf"At {T} (\S+) was paused \(stop-the-world\) until {T}\.", "paused"),
     (rf"At {T} the network was cut \((one way, from the first to the second|both ways)\) between (.+) on one side and "
      r"(.+) on the other\.", "cut"),
@@ -699,6 +700,8 @@ def _dispatch(checker: Checker, name: str, groups: tuple[str | None, ...]) -> st
             return checker.leaderless(g[0], g[1], g[2], g[3], g[4], g[5])
         case "consumer_crash":
             return checker.consumer_crash(g[0], g[1], g[2], g[3].removeprefix("; "), g[4], g[5], g[6], g[7])
+        case "called_admin":
+            return checker.called(g[0], "admin", g[1])
         case "called_shutdown":
             return checker.called(g[0], g[1], "shutdown")
         case "called_processing":

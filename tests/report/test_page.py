@@ -228,3 +228,21 @@ def test_every_kind_of_fault_has_its_mark_and_words() -> None:
         ("admin", "admin reset_offsets",
          "39.990 s: the operator ran reset_offsets\n40.000 s: reset_offsets of group g to latest answered NON_EMPTY_GROUP"),
     ]
+
+
+def test_skipped_records_are_marked_on_the_lane_of_whoever_passed_them(tmp_path: Path) -> None:
+    """examples/11_operator_reset.toml: the group closes at 20 s and an operator resets it to
+    the log ends at 30 s, past 505 records of each partition: three skip spans, on an
+    `operator` row, one per partition's lane, each with its offsets in its tooltip."""
+    run_dir = tmp_path / "run"
+    summary = run_scenario(load_scenario(str(Path(__file__).parents[2] / "examples/11_operator_reset.toml")), run_dir)
+    page = write_report(run_dir, summary).read_text()
+    timeline = page[page.index('id="ownership-timeline"'):]
+    timeline = timeline[: timeline.index("</svg>")]
+    spans = re.findall(r'<g class="skip-span" data-cause="(\w+)"><title>([^<]*)</title>', timeline)
+    assert [cause for cause, _ in spans] == ["admin_reset"] * 3
+    assert [tip for _, tip in spans] == [
+        f"the operator moved group study past offsets 1000 to 1504 of T-{p} at 30.034 s, never processed (admin_reset)"
+        for p in range(3)
+    ]
+    assert ">operator<" in timeline and ">skipped<" in timeline
