@@ -1030,4 +1030,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "        gap = self.leaderless.pop(partition, None) if self.leader.get(partition) != broker else None\n        if gap is not None:\n            gap[\"to_ms\"], gap[\"resumed_by\"] = now, broker\n",
         ("tests/report/test_story_claims.py::test_two_brokers_crash_in_turn_and_a_restarted_leader_resumes",),
     ),
+    Mutant(
+        "report_timeline_without_skips",
+        "the ownership timeline marks skipped records on the lane of whoever passed them",
+        "sim/report/page.py",
+        '    ownership = plot_ownership(facts, summary.get("duplicate_spans", []), lane, skips)\n',
+        '    ownership = plot_ownership(facts, summary.get("duplicate_spans", []), lane)\n',
+        (f"{PAGE}::test_skipped_records_are_marked_on_the_lane_of_whoever_passed_them",),
+    ),
 )
