@@ -5,7 +5,10 @@ one version. Behaviour flags are read by the actors that implement them; default
 settings a scenario leaves out. An explicit setting in the scenario always wins.
 
 ZooKeeper mode is what is modelled, so versions run from 0.10.0 (followers still truncating to
-their HW, before KIP-101's leader epochs) to 3.9 (the last release with ZooKeeper).
+their HW, before KIP-101's leader epochs) to 3.9 (the last release with ZooKeeper). 4.0 and 4.1
+are there for their clients and group coordinator (KIP-848's consumer protocol, its defaults):
+their brokers still run in ZooKeeper mode, which Kafka 4 removed (KIP-500), so a 4.x run is a
+4.x group side on a 3.9-style controller and replication.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ __all__ = ["OLDEST", "NEWEST", "Profile", "parse_version"]
 Version = tuple[int, int, int]
 
 OLDEST: Version = (0, 10, 0)
-NEWEST: Version = (3, 9, 99)
+NEWEST: Version = (4, 1, 99)
 INT_MAX = 2**31 - 1
 
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
@@ -35,8 +38,8 @@ def parse_version(text: str) -> Version:
     version = (major, minor, patch)
     if not OLDEST <= version <= NEWEST:
         msg = (
-            f"{text!r} is not supported: the simulator models ZooKeeper-mode Kafka "
-            "from 0.10.0 to 3.9"
+            f"{text!r} is not supported: the simulator models Kafka from 0.10.0 to 4.1 "
+            "(ZooKeeper-mode brokers throughout)"
         )
         raise ValueError(msg)
     return version
@@ -127,6 +130,16 @@ class Profile:
     exponential_retry_backoff: bool
     """KIP-580 (3.7.0): the clients' retry back-off grows exponentially from `retry.backoff.ms`
     to `retry.backoff.max.ms`, with 20% jitter (before: a constant `retry.backoff.ms`)."""
+    consumer_group_protocol: bool
+    """KIP-848 (3.7.0): the consumer's `group.protocol=consumer` and the broker's `consumer`
+    rebalance protocol exist (early access in 3.7, preview in 3.8 and 3.9, GA in 4.0)."""
+    consumer_protocol_needs_kraft: bool
+    """3.7.0 to 3.9: a broker refuses `consumer` in `group.coordinator.rebalance.protocols`
+    unless it runs in KRaft mode (`KafkaConfig`); 4.0 has no ZooKeeper mode to refuse."""
+    reject_classic_settings_under_consumer_protocol: bool
+    """KAFKA-17338, KAFKA-18156 (4.0.0): with `group.protocol=consumer`, `ConsumerConfig`
+    refuses `partition.assignment.strategy`, `heartbeat.interval.ms` and `session.timeout.ms`
+    (before, the consumer protocol ignored them: the coordinator's settings rule)."""
     defaults: dict[str, Any]
 
     @property
@@ -169,6 +182,9 @@ class Profile:
             ineligible_replicas=v >= (3, 3, 0),
             complete_after_whole_append=v >= (2, 7, 0),
             exponential_retry_backoff=v >= (3, 7, 0),
+            consumer_group_protocol=v >= (3, 7, 0),
+            consumer_protocol_needs_kraft=v < (4, 0, 0),
+            reject_classic_settings_under_consumer_protocol=v >= (4, 0, 0),
             defaults=_defaults(v),
         )
 
@@ -192,7 +208,11 @@ def _defaults(v: Version) -> dict[str, Any]:
         "group.max.session.timeout.ms": 1800000 if v >= (2, 3, 0) else 300000,  # KIP-345
         "partition.assignment.strategy": ["range", "cooperative-sticky"] if v >= (3, 0, 0) else ["range"],
         "session.timeout.ms": session_timeout,  # KIP-735 for 3.0
+        "heartbeat.interval.ms": 3000,
         "acks": "all" if v >= (3, 0, 0) else "1",  # KIP-679
         "enable.idempotence": idempotence,
         "retries": INT_MAX if v >= (2, 1, 0) else 0,  # KIP-91
+        "linger.ms": 5 if v >= (4, 0, 0) else 0,  # KIP-1030
+        # 4.0 turns the consumer protocol on in brokers by default (KIP-848 GA).
+        "group.coordinator.rebalance.protocols": ["classic", "consumer"] if v >= (4, 0, 0) else ["classic"],
     }

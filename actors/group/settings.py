@@ -7,9 +7,16 @@ from typing import Any
 
 from actors.group.config import GroupCoordinatorConfig
 from actors.profiles import INT_MAX, Profile
-from actors.settings import setting
+from actors.settings import SettingError, setting, suggest
 
-__all__ = ["SETTINGS", "coordinator_config"]
+__all__ = ["CONSUMER_ASSIGNORS", "REBALANCE_PROTOCOLS", "SETTINGS", "check", "coordinator_config", "rebalance_protocols"]
+
+# The consumer protocol's bounds (`group.consumer.min/max.*`, KIP-848): Kafka refuses a
+# heartbeat interval or session timeout outside them (`GroupCoordinatorConfig`).
+CONSUMER_MIN_HEARTBEAT_INTERVAL_MS = 5000
+CONSUMER_MAX_HEARTBEAT_INTERVAL_MS = 15000
+CONSUMER_MIN_SESSION_TIMEOUT_MS = 45000
+CONSUMER_MAX_SESSION_TIMEOUT_MS = 60000
 
 SETTINGS = (
     setting("offsets.topic.num.partitions", int, 50, low=1, high=10000, doc="partitions of __consumer_offsets"),
@@ -47,7 +54,79 @@ SETTINGS = (
         high=INT_MAX,
         doc="members a group may have (KIP-389, 2.2+; no effect before): GROUP_MAX_SIZE_REACHED beyond it",
     ),
+    setting(
+        "group.coordinator.rebalance.protocols",
+        list[str],
+        None,
+        profile_default="group.coordinator.rebalance.protocols",
+        doc="classic, consumer: the group protocols the coordinator serves (KIP-848; consumer needs 3.7+)",
+    ),
+    setting(
+        "group.consumer.heartbeat.interval.ms",
+        int,
+        5000,
+        low=CONSUMER_MIN_HEARTBEAT_INTERVAL_MS,
+        high=CONSUMER_MAX_HEARTBEAT_INTERVAL_MS,
+        doc="the heartbeat interval the consumer protocol's coordinator gives its members",
+    ),
+    setting(
+        "group.consumer.session.timeout.ms",
+        int,
+        45000,
+        low=CONSUMER_MIN_SESSION_TIMEOUT_MS,
+        high=CONSUMER_MAX_SESSION_TIMEOUT_MS,
+        doc="how long the consumer protocol's coordinator keeps a member without a heartbeat",
+    ),
+    setting(
+        "group.consumer.assignors",
+        list[str],
+        ["uniform", "range"],
+        doc="the consumer protocol's server-side assignors, the first one the default",
+    ),
 )
+
+REBALANCE_PROTOCOLS = ("classic", "consumer")
+CONSUMER_ASSIGNORS = ("uniform", "range")
+
+
+def check(broker: dict[str, Any], profile: Profile) -> None:
+    """Kafka's checks of the group coordinator's keys (`KafkaConfig`, `GroupCoordinatorConfig`,
+    the `GroupMetadataManager` builder); a `SettingError` names the key and the value. The
+    rebalance protocols are read with the version's default where the scenario leaves them out."""
+    protocols = rebalance_protocols(broker, profile)
+    key = "group.coordinator.rebalance.protocols"
+    for name in protocols:
+        if name not in REBALANCE_PROTOCOLS:
+            valid = ", ".join(REBALANCE_PROTOCOLS)
+            msg = f"{key}: {name!r} is not one of {valid}{suggest(name, REBALANCE_PROTOCOLS)}"
+            raise SettingError(msg)
+    if "classic" not in protocols:
+        msg = f"{key}: {protocols!r} lacks 'classic': Kafka refuses to disable the classic protocol"
+        raise SettingError(msg)
+    if "consumer" in protocols and not profile.consumer_group_protocol:
+        msg = f"{key}: 'consumer' needs Kafka 3.7 or later (KIP-848; the version is {profile.name})"
+        raise SettingError(msg)
+    if "consumer" in protocols and profile.consumer_protocol_needs_kraft:
+        msg = (
+            f"{key}: 'consumer' needs a KRaft cluster in Kafka {profile.name} (Kafka refuses it in "
+            "ZooKeeper mode, and the simulator's brokers run in ZooKeeper mode)"
+        )
+        raise SettingError(msg)
+    assignors = broker["group.consumer.assignors"]
+    if not assignors:
+        msg = f"group.consumer.assignors: names no assignor (valid: {', '.join(CONSUMER_ASSIGNORS)})"
+        raise SettingError(msg)
+    for name in assignors:
+        if name not in CONSUMER_ASSIGNORS:
+            valid = ", ".join(CONSUMER_ASSIGNORS)
+            msg = f"group.consumer.assignors: {name!r} is not one of {valid}{suggest(name, CONSUMER_ASSIGNORS)}"
+            raise SettingError(msg)
+
+
+def rebalance_protocols(broker: dict[str, Any], profile: Profile) -> list[str]:
+    """The brokers' `group.coordinator.rebalance.protocols`, or the version's default."""
+    given = broker["group.coordinator.rebalance.protocols"]
+    return list(profile.defaults["group.coordinator.rebalance.protocols"] if given is None else given)
 
 
 def coordinator_config(broker_id: int, profile: Profile, settings: dict[str, Any]) -> GroupCoordinatorConfig:

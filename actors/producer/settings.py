@@ -21,7 +21,14 @@ SETTINGS = (
     setting("topic", str, required=True),
     setting("acks", "acks", None, profile_default="acks", doc="0, 1, all or -1"),
     setting("request.timeout.ms", int, 30000, low=1),
-    setting("linger.ms", int, 0, low=0, doc="how long a batch waits for more records"),
+    setting(
+        "linger.ms",
+        int,
+        None,
+        low=0,
+        profile_default="linger.ms",
+        doc="how long a batch waits for more records (0; 5 from 4.0, KIP-1030)",
+    ),
     setting("batch.size", int, 16384, low=0, doc="bytes; a batch always takes its first record"),
     setting("max.request.size", int, 1048576, low=1),
     setting("max.in.flight.requests.per.connection", int, 5, low=1),
@@ -76,7 +83,7 @@ def resolve(producer: dict[str, Any], profile: Profile) -> None:
             "(RecordTooLargeException)"
         )
         raise SettingError(msg)
-    linger, request_timeout = producer["linger.ms"], producer["request.timeout.ms"]
+    linger, request_timeout = value("linger.ms"), producer["request.timeout.ms"]
     delivery = producer["delivery.timeout.ms"]
     if delivery is not None and delivery < linger + request_timeout:
         msg = (

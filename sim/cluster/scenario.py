@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.consumer import settings as consumer_settings
+from actors.group import settings as group_settings
 from actors.group.placement import OFFSETS_TOPIC
 from actors.producer import settings as producer_settings
 from actors.profiles import Profile
@@ -288,6 +289,7 @@ def _resolve(raw: dict[str, Any], source: str) -> Scenario:
         except SettingError as exc:
             msg = f"{source}: [[producers]] #{i + 1}: {exc}"
             raise ScenarioError(msg) from None
+    _check_group_protocols(source, sections["broker"], arrays["consumers"], profile)
     _fill_profile_defaults(sections, arrays, profile)
     scenario = Scenario(
         source,
@@ -300,6 +302,25 @@ def _resolve(raw: dict[str, Any], source: str) -> Scenario:
     )
     _check_relations(scenario)
     return scenario
+
+
+def _check_group_protocols(
+    source: str, broker: dict[str, Any], consumers: list[dict[str, Any]], profile: Profile
+) -> None:
+    """The group protocols, before the version's defaults fill in what was left unset: Kafka
+    refuses some consumer keys only when they are given."""
+    try:
+        group_settings.check(broker, profile)
+    except SettingError as exc:
+        msg = f"{source}: [broker]: {exc}"
+        raise ScenarioError(msg) from None
+    protocols = group_settings.rebalance_protocols(broker, profile)
+    for i, entry in enumerate(consumers):
+        try:
+            consumer_settings.check_group_protocol(entry, profile, protocols)
+        except SettingError as exc:
+            msg = f"{source}: [[consumers]] #{i + 1}: {exc}"
+            raise ScenarioError(msg) from None
 
 
 def _fill_profile_defaults(

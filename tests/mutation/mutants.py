@@ -1038,4 +1038,137 @@ MUTANTS: tuple[Mutant, ...] = (
         '    ownership = plot_ownership(facts, summary.get("duplicate_spans", []), lane)\n',
         (f"{PAGE}::test_skipped_records_are_marked_on_the_lane_of_whoever_passed_them",),
     ),
+    Mutant(
+        "kip848_partition_given_before_release",
+        "a partition is added to a member only once its partition epoch is -1, free of its previous owner "
+        "(CurrentAssignmentBuilder.computeNextAssignment, KIP-848)",
+        "actors/group/consumer_protocol/reconciliation.py",
+        "if partition_epoch(topic, p) == FREE)",
+        "if partition_epoch(topic, p) >= FREE)",
+        ("tests/unit/group/test_consumer_protocol_rules.py::test_a_partition_moves_only_once_its_owner_released_it",),
+    ),
+    Mutant(
+        "kip848_revoking_member_takes_the_target_epoch",
+        "a member with partitions to revoke keeps its epoch until it has released them "
+        "(CurrentAssignmentBuilder: UNREVOKED_PARTITIONS, KIP-848)",
+        "actors/group/consumer_protocol/reconciliation.py",
+        "return Member(MemberState.UNREVOKED_PARTITIONS, epoch_if_revoking, keep, revoke)",
+        "return Member(MemberState.UNREVOKED_PARTITIONS, target_epoch, keep, revoke)",
+        ("tests/unit/group/test_consumer_protocol_rules.py::test_a_partition_moves_only_once_its_owner_released_it",),
+    ),
+    Mutant(
+        "kip848_unrevoked_member_moves_while_owning",
+        "an UNREVOKED_PARTITIONS member stays while its heartbeat still reports a revoked partition owned "
+        "(CurrentAssignmentBuilder.ownsRevokedPartitions, KIP-848)",
+        "actors/group/consumer_protocol/reconciliation.py",
+        "        if _owns_any(owned, member.pending_revocation):\n            return member\n",
+        "",
+        ("tests/unit/group/test_consumer_protocol_rules.py::test_a_partition_moves_only_once_its_owner_released_it",),
+    ),
+    Mutant(
+        "kip848_heartbeat_accepts_any_older_epoch",
+        "a heartbeat behind the member's epoch passes only from the previous epoch, owning a subset of its assignment "
+        "(GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid)",
+        "actors/group/consumer_protocol/epochs.py",
+        "(received != previous or not _is_subset(owned, assigned))",
+        "(not _is_subset(owned, assigned))",
+        ("tests/unit/group/test_consumer_protocol_rules.py::test_a_heartbeat_behind_by_one_epoch_passes_only_with_its_partitions_still_assigned",),
+    ),
+    Mutant(
+        "kip848_heartbeat_fences_a_lost_answer",
+        "a heartbeat from the previous epoch whose answer was lost is accepted "
+        "(GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid)",
+        "actors/group/consumer_protocol/epochs.py",
+        "    if received < current and (received != previous or not _is_subset(owned, assigned)):",
+        "    if received < current:",
+        ("tests/unit/group/test_consumer_protocol_rules.py::test_a_heartbeat_behind_by_one_epoch_passes_only_with_its_partitions_still_assigned",),
+    ),
+    Mutant(
+        "kip848_stale_commit_is_illegal_generation",
+        "a consumer-protocol member's commit at another epoch is STALE_MEMBER_EPOCH, a classic member's "
+        "ILLEGAL_GENERATION (ConsumerGroup.validateMemberEpoch)",
+        "actors/group/consumer_protocol/epochs.py",
+        "return ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH",
+        "return ErrorCode.ILLEGAL_GENERATION",
+        ("tests/unit/group/test_consumer_protocol_rules.py::test_a_commit_must_name_the_members_current_epoch",),
+    ),
+    Mutant(
+        "kip848_epoch_minus_one_commits_to_a_live_group",
+        "a commit with epoch -1 from outside the group is stored only while the group has no members "
+        "(ConsumerGroup.validateOffsetCommit)",
+        "actors/group/consumer_protocol/epochs.py",
+        "    if member_epoch < 0 and not members:",
+        "    if member_epoch < 0:",
+        ("tests/unit/group/test_consumer_protocol_rules.py::test_a_commit_must_name_the_members_current_epoch",),
+    ),
+    Mutant(
+        "kip848_group_assigning_at_the_target_epoch",
+        "a group is ASSIGNING only while its epoch is ahead of the target assignment's (ConsumerGroup.maybeUpdateGroupState)",
+        "actors/group/consumer_protocol/states.py",
+        "    if group_epoch > target_assignment_epoch:",
+        "    if group_epoch >= target_assignment_epoch:",
+        ("tests/unit/group/test_consumer_protocol_rules.py::test_the_group_state_follows_its_epochs_and_members",),
+    ),
+    Mutant(
+        "kip848_uniform_forgets_what_members_hold",
+        "the uniform assignor hands out only partitions no member's target holds, or that a member gave up over its "
+        "quota (UniformHomogeneousAssignmentBuilder)",
+        "actors/group/consumer_protocol/assignors.py",
+        "    held = {(t, p) for m in order for t, parts in members[m].target.items() for p in parts}",
+        "    held: set[tuple[str, int]] = set()",
+        ("tests/unit/group/test_consumer_protocol_rules.py::test_uniform_is_sticky_each_member_keeps_what_fits_its_quota",),
+    ),
+    Mutant(
+        "kip848_uniform_drops_the_remainder",
+        "the uniform assignor's first total % members members take one partition more (UniformHomogeneousAssignmentBuilder)",
+        "actors/group/consumer_protocol/assignors.py",
+        "        quota = minimum + (1 if extra > 0 else 0)",
+        "        quota = minimum",
+        (
+            "tests/unit/group/test_consumer_protocol_rules.py::test_uniform_spreads_the_partitions_with_the_first_members_taking_the_remainder",
+            "tests/unit/group/test_consumer_protocol_rules.py::test_uniform_is_sticky_each_member_keeps_what_fits_its_quota",
+        ),
+    ),
+    Mutant(
+        "kip848_range_ignores_static_members",
+        "the range assignor orders static members first, by instance id, then the others by member id (RangeAssignor)",
+        "actors/group/consumer_protocol/assignors.py",
+        "    order = sorted(members, key=lambda m: (members[m].instance_id is None, members[m].instance_id or m))",
+        "    order = sorted(members)",
+        ("tests/unit/group/test_consumer_protocol_rules.py::test_range_puts_static_members_first_and_is_not_sticky",),
+    ),
+    Mutant(
+        "kip848_classic_settings_refused_before_4_0",
+        "ConsumerConfig refuses partition.assignment.strategy, heartbeat.interval.ms and session.timeout.ms with "
+        "group.protocol=consumer from 4.0 only (KAFKA-17338, KAFKA-18156)",
+        "actors/profiles.py",
+        "reject_classic_settings_under_consumer_protocol=v >= (4, 0, 0),",
+        "reject_classic_settings_under_consumer_protocol=v >= (3, 7, 0),",
+        ("tests/unit/test_group_protocol_settings.py::test_a_consumer_protocol_consumer_is_one_line", "tests/unit/test_group_protocol_settings.py::test_the_profiles_flags_by_version"),
+    ),
+    Mutant(
+        "kip848_brokers_default_to_classic_in_4_0",
+        "4.0 brokers serve the consumer protocol by default: group.coordinator.rebalance.protocols = classic,consumer "
+        "(KIP-848 GA)",
+        "actors/profiles.py",
+        '["classic", "consumer"] if v >= (4, 0, 0) else ["classic"]',
+        '["classic", "consumer"] if v >= (4, 1, 0) else ["classic"]',
+        ("tests/unit/test_group_protocol_settings.py::test_the_4x_profiles_turn_the_consumer_protocol_on_in_brokers",),
+    ),
+    Mutant(
+        "kip1030_linger_stays_0_in_4_0",
+        "the producer's linger.ms default is 5 from 4.0 (KIP-1030)",
+        "actors/profiles.py",
+        '"linger.ms": 5 if v >= (4, 0, 0) else 0,',
+        '"linger.ms": 0,',
+        ("tests/unit/test_group_protocol_settings.py::test_the_4x_profiles_turn_the_consumer_protocol_on_in_brokers",),
+    ),
+    Mutant(
+        "kip848_consumer_protocol_on_zookeeper_brokers",
+        "before 4.0 a broker refuses the consumer rebalance protocol outside KRaft (KafkaConfig)",
+        "actors/group/settings.py",
+        '    if "consumer" in protocols and profile.consumer_protocol_needs_kraft:',
+        "    if False:",
+        ("tests/unit/test_group_protocol_settings.py::test_the_coordinators_keys_are_checked_as_kafka_checks_them",),
+    ),
 )

@@ -17,6 +17,9 @@ from sim.cluster.schema import ARRAYS, SECTIONS
 AS_ARRAYS = """
 [cluster]
 brokers = 3
+[broker]
+"group.coordinator.rebalance.protocols" = ["classic"]
+"group.consumer.assignors" = ["range", "uniform"]
 [[topics]]
 name = "T"
 partitions = 2
@@ -48,6 +51,8 @@ partitions = [0, 1]
 """
 
 AS_STRINGS = {
+    "broker.group.coordinator.rebalance.protocols": ('["classic"]', '"classic"'),
+    "broker.group.consumer.assignors": ('["range", "uniform"]', '"range,uniform"'),
     "topics.1.replicas": ("[[1, 2], [2, 3]]", '"1:2, 2:3"'),
     "consumers.1.topics": ('["T"]', '"T"'),
     "consumers.1.partition.assignment.strategy": ('["range", "cooperative-sticky"]', '" range , cooperative-sticky"'),
@@ -58,7 +63,14 @@ AS_STRINGS = {
     "faults.4.nodes": ('["consumer-1"]', '"consumer-1"'),
     "faults.5.partitions": ("[0, 1]", '"0, 1"'),
 }
-"""Every list setting of the scenario: where it is, written as an array and as a string."""
+"""Every list setting of the scenario: where it is (`section.key`, or `array.N.key`), written as
+an array and as a string."""
+
+
+def _setting_of(key: str) -> str:
+    """`section.key` as it is, `array.N.key` without its N."""
+    name = key.split(".")[0]
+    return key if name in SECTIONS else f"{name}.{key.split('.', 2)[2]}"
 
 
 def _list_settings() -> set[str]:
@@ -70,7 +82,7 @@ def _list_settings() -> set[str]:
 
 
 def test_the_table_names_every_list_setting_of_the_schema() -> None:
-    named = {f"{key.split('.')[0]}.{key.split('.', 2)[2]}" for key in AS_STRINGS}
+    named = {_setting_of(key) for key in AS_STRINGS}
     assert named == _list_settings()
 
 

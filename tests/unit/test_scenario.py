@@ -51,7 +51,7 @@ def test_overrides() -> None:
         ("[run]\nseed = -1\n", "s.toml: [run]: seed: must be at least 0, got -1"),
         ("[network]\n\"latency.min.ms\" = 0\n", "s.toml: [network]: latency.min.ms: must be at least 1, got 0"),
         ("[network]\n\"latency.min.ms\" = 9\n\"latency.max.ms\" = 3\n", "s.toml: [network] latency.max.ms (3) is below latency.min.ms (9)"),
-        ('[kafka]\nversion = "4.0"\n', "s.toml: [kafka] version: '4.0' is not supported"),
+        ('[kafka]\nversion = "4.2"\n', "s.toml: [kafka] version: '4.2' is not supported"),
         ('[kafka]\nversion = "three"\n', "s.toml: [kafka] version: 'three' is not a Kafka version"),
         ('[[faults]]\nkind = "crsh"\n', "s.toml: [[faults]] #1: kind: 'crsh' is not one of crash, restart"),
         ('[[faults]]\nkind = "crash"\n', "s.toml: [[faults]] #1: 'node' is required"),

@@ -1,0 +1,9 @@
+"""KIP-848's consumer group protocol: the group coordinator's pure rules.
+
+What the new group coordinator (`group-coordinator`'s `GroupMetadataManager`, `ConsumerGroup`,
+`CurrentAssignmentBuilder` and the server-side assignors) decides, as functions of plain
+values: the group's and the member's states (`states`), the target assignment's assignors
+(`assignors`), a member's reconciliation towards its target (`reconciliation`), and the
+member-epoch checks of heartbeats and offset commits (`epochs`). The actor that serves
+ConsumerGroupHeartbeat with them is not built yet; see docs/architecture.md.
+"""
