@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from sim.cluster.harness import Cluster
 from sim.cluster.scenario import parse_scenario
 
@@ -144,6 +146,15 @@ def test_kafka_14639_gives_a_partition_its_owner_still_holds_to_another_member()
     ]
     assert checks["duplicates_by_cause"] == {"cooperative_revocation_gap": 6, "kafka_14639": 83}
     assert violations == []
+    assert checks["known_bug_findings"] == [
+        {
+            "invariant": "cooperative_single_owner",
+            "label": "kafka_14639",
+            "ts_ms": 15224,
+            "node": "consumer-3",
+            "detail": f"T-2 of g is assigned to {C3} in generation 3 while {C2} holds it",
+        }
+    ]
 
 
 def test_from_3_4_1_an_older_claim_no_newer_member_makes_stands() -> None:
@@ -157,7 +168,7 @@ def test_from_3_4_1_an_older_claim_no_newer_member_makes_stands() -> None:
         (15224, "consumer-3", "partitions_assigned", ["T-3"]),
     ]
     assert checks["duplicates_by_cause"] == {"cooperative_revocation_gap": 6}
-    assert violations == []
+    assert (violations, checks["known_bug_findings"]) == ([], [])
 
 
 def test_in_3_4_0_the_missed_sync_claims_the_joingroup_generation() -> None:
@@ -216,3 +227,36 @@ def test_a_cooperative_member_out_of_its_generation_loses_its_partitions() -> No
     assert lost == [(17000, "consumer-2", -1, ["T-0", "T-2"], "generation_reset")]
     assert where(events, "partitions_revoked", node="consumer-2") == []
     assert checks["duplicates_by_cause"] == {"cooperative_revocation_gap": 2, "poll_interval_exceeded": 180}
+
+
+def _started(node: str, strategy: list[str]) -> dict[str, Any]:
+    return {"event": "consumer_started", "ts_ms": 0, "node": node, "group_id": "g", "assignment_strategy": strategy}
+
+
+def _assigned(ts: int, node: str, member: str, generation: int, partitions: list[str]) -> dict[str, Any]:
+    return {
+        "event": "partitions_assigned", "ts_ms": ts, "node": node, "group_id": "g", "member_id": member,
+        "generation_id": generation, "partitions": partitions, "assignment": partitions,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("strategy", [["cooperative-sticky"], ["range", "cooperative-sticky"]])
+def test_the_invariant_reports_a_second_cooperative_owner_no_bug_explains(strategy: list[str]) -> None:
+    """`cooperative_single_owner`: member b assigned T-0 in generation 2 while a, cooperative
+    too, still holds it (no claim thrown away, no crash, poll timeout or removal) violates it;
+    EAGER members (range listed first) are not checked, a static member kept without rejoining
+    being their way of two owners. Once a revoked T-0, c may take it."""
+    from sim.cluster.group_invariants import GroupInvariants  # noqa: PLC0415
+
+    check = GroupInvariants()
+    for node in ("consumer-1", "consumer-2", "consumer-3"):
+        check(_started(node, strategy))
+    assert check(_assigned(100, "consumer-1", "a", 1, ["T-0"])) == []
+    second = check(_assigned(200, "consumer-2", "b", 2, ["T-0"]))
+    expected = [("cooperative_single_owner", 200, "consumer-2", "T-0 of g is assigned to b in generation 2 while a holds it")]
+    assert [(v.invariant, v.ts_ms, v.node, v.detail) for v in second] == (expected if strategy == ["cooperative-sticky"] else [])
+    revoked = {"event": "partitions_revoked", "ts_ms": 300, "node": "consumer-1", "group_id": "g", "partitions": ["T-0"]}
+    check(revoked)
+    check({**revoked, "node": "consumer-2"})
+    assert check(_assigned(400, "consumer-3", "c", 3, ["T-0"])) == []
+    assert check.findings == []
