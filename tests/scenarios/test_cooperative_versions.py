@@ -27,6 +27,7 @@ import pytest
 
 from sim.cluster.harness import Cluster
 from sim.cluster.scenario import parse_scenario
+from tests.properties.group_recount import recount
 
 MISSED_SYNC = """
 [run]
@@ -145,6 +146,7 @@ def test_kafka_14639_gives_a_partition_its_owner_still_holds_to_another_member()
         (15225, "consumer-2", "partitions_assigned", []),
     ]
     assert checks["duplicates_by_cause"] == {"cooperative_revocation_gap": 6, "kafka_14639": 83}
+    assert recount(events).by_cause == checks["duplicates_by_cause"]
     assert violations == []
     assert checks["known_bug_findings"] == [
         {
@@ -155,6 +157,31 @@ def test_kafka_14639_gives_a_partition_its_owner_still_holds_to_another_member()
             "detail": f"T-2 of g is assigned to {C3} in generation 3 while {C2} holds it",
         }
     ]
+
+
+def test_kafka_14639_labels_a_revocation_that_gave_the_partition_away_in_the_same_round() -> None:
+    """3.3.2 with consumer 2 as quick as the others (1 ms a record) and its requests delayed
+    from 12111 ms: its claims (generation 1) are thrown away again in generation 3, and it
+    revokes T-2 at 15137 ms, in the same millisecond and just before consumer 3 takes it. No
+    instant of two owners, but the partition changed hands within one rebalance with no
+    commit in between: the 77 records consumer 2 had processed past the group's commit are
+    `kafka_14639`, not the revocation gap of a cooperative handoff."""
+    text = MISSED_SYNC.format(version="3.3.2").replace('"process.record.ms" = 5', '"process.record.ms" = 1')
+    scenario = parse_scenario(text.replace('"at.ms" = 12198', '"at.ms" = 12111'), "quick.toml")
+    with Cluster(scenario) as cluster:
+        events: list[dict[str, Any]] = []
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+        checks = cluster.final_checks()
+    assert [(e["ts_ms"], e["partitions"]) for e in where(events, "owned_partitions_ignored")] == [(15125, ["T-0", "T-2"])]
+    assert ownership(events, 3)[:3] == [
+        (15137, "consumer-2", "partitions_revoked", ["T-2"]),
+        (15137, "consumer-2", "partitions_assigned", []),
+        (15137, "consumer-3", "partitions_assigned", ["T-2"]),
+    ]
+    assert checks["duplicates_by_cause"] == {"cooperative_revocation_gap": 2, "kafka_14639": 77}
+    assert recount(events).by_cause == checks["duplicates_by_cause"]
+    assert checks["known_bug_findings"] == []
 
 
 def test_from_3_4_1_an_older_claim_no_newer_member_makes_stands() -> None:
