@@ -256,7 +256,11 @@ def _hold_labels(t: DataFrame, events: DataFrame, consumers: DataFrame, thrown_a
     generations = events.where(F.col("event") == "generation_started").select("run", "ln", "group_id", "members").alias("e")
     # Another member assigned the partition while this hold lasts: its member had not rejoined.
     names = F.explode(F.from_json("partitions", ArrayType(StringType()))).alias("tp")
-    given = consumers.where(F.col("event") == "partitions_assigned").select("run", "ln", "node", "c_group", "generation_id", names).alias("e")
+    given = (
+        consumers.where(F.col("event") == "partitions_assigned")
+        .select("run", "ln", "node", "c_group", "generation_id", names)
+        .alias("e")
+    )
     # ... unless the assignor threw its claim away for its older generation (KAFKA-14639).
     lost_claim = (
         (F.col("h.run") == F.col("t.run"))
