@@ -140,6 +140,18 @@ class Profile:
     """KAFKA-17338, KAFKA-18156 (4.0.0): with `group.protocol=consumer`, `ConsumerConfig`
     refuses `partition.assignment.strategy`, `heartbeat.interval.ms` and `session.timeout.ms`
     (before, the consumer protocol ignored them: the coordinator's settings rule)."""
+    older_generation_claims: bool
+    """KAFKA-14639 (3.4.1 / 3.5.0): the sticky assignors' validation of owned partitions keeps
+    a claim of an older generation that no newer member makes; from 2.6.0 (KAFKA-9987) to 3.4.0
+    only the highest generation's claims counted, so a member that missed a generation could
+    have a partition it still held given to another member in the same rebalance."""
+    subscription_generation_field: bool
+    """KIP-792 (3.4.0): the subscription carries the member's generation (the JoinGroup's);
+    before, the cooperative assignor's user data carried the generation of its last assignment."""
+    reset_generation_on_sync_rebalance: bool
+    """KAFKA-13891, only in 3.3.0 and 3.3.1 (reverted in 3.3.2): a SyncGroup answered
+    REBALANCE_IN_PROGRESS resets the generation (member id kept), so the member's partitions
+    are lost at its next `onJoinPrepare`."""
     defaults: dict[str, Any]
 
     @property
@@ -185,6 +197,9 @@ class Profile:
             consumer_group_protocol=v >= (3, 7, 0),
             consumer_protocol_needs_kraft=v < (4, 0, 0),
             reject_classic_settings_under_consumer_protocol=v >= (4, 0, 0),
+            older_generation_claims=not (2, 6, 0) <= v <= (3, 4, 0),
+            subscription_generation_field=v >= (3, 4, 0),
+            reset_generation_on_sync_rebalance=v in ((3, 3, 0), (3, 3, 1)),
             defaults=_defaults(v),
         )
 

@@ -93,7 +93,7 @@ class AbstractCoordinator(ABC):
         """Before a JoinGroup; False while it waits for something (it runs again)."""
 
     @abstractmethod
-    def on_leader_elected(self, resp: JoinGroupResponse) -> tuple[SyncGroupAssignment, ...]:
+    def on_leader_elected(self, out: Out, resp: JoinGroupResponse) -> tuple[SyncGroupAssignment, ...]:
         """The leader's assignment of the group, sent in its SyncGroup."""
 
     @abstractmethod
@@ -253,7 +253,7 @@ class AbstractCoordinator(ABC):
             self.heartbeat.enable(out)
             assignments: tuple[SyncGroupAssignment, ...] = ()
             if resp.leader == resp.member_id and not resp.skip_assignment:
-                assignments = self.on_leader_elected(resp)
+                assignments = self.on_leader_elected(out, resp)
             request = SyncGroupRequest(
                 cfg.group_id, m.generation_id, m.member_id, cfg.group_instance_id, m.protocol_name, assignments
             )
@@ -297,6 +297,12 @@ class AbstractCoordinator(ABC):
             return
         if error is ErrorCode.REBALANCE_IN_PROGRESS:
             m.state = MemberState.UNJOINED
+            if cfg.reset_generation_on_sync_rebalance:
+                # KAFKA-13891 (3.3.0, 3.3.1; reverted in 3.3.2): the member missed this
+                # generation's assignment, so it leaves it, keeping its member id; its
+                # partitions are lost at the next onJoinPrepare.
+                self.reset_generation(out, "sync_rebalance_in_progress", keep_member_id=True)
+                m.needs_join_prepare = True  # `resetStateAndRejoin`
         elif error is ErrorCode.ILLEGAL_GENERATION:
             m.reset_generation(keep_member_id=cfg.keep_member_id_on_illegal_generation)
         elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):

@@ -159,12 +159,18 @@ class CooperativeStickyAssignor(Assignor):
     )
     sort_owned_partitions: bool = True
     """False before 3.7.1 (KAFKA-16277)."""
+    older_generation_claims: bool = True
+    """False from 2.6.0 to 3.4.0 (KAFKA-14639): only the highest generation's claims count."""
 
     def assign(
         self, partitions_per_topic: Mapping[str, int], members: Sequence[MemberSubscription]
     ) -> PartitionsByMember:
         return sticky_assign(
-            partitions_per_topic, members, cooperative=True, sort_owned_partitions=self.sort_owned_partitions
+            partitions_per_topic,
+            members,
+            cooperative=True,
+            sort_owned_partitions=self.sort_owned_partitions,
+            older_generation_claims=self.older_generation_claims,
         )
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from actors.profiles import Profile
+
 __all__ = ["AppCommit", "ConsumerConfig", "JoinPrepareCommit", "ProcessingMode"]
 
 
@@ -135,6 +137,25 @@ class ConsumerConfig:
         """2.6: `onLeavePrepare` reports the partitions lost, not revoked, while a rebalance is
         under way (`rebalanceInProgress`); before, only out of a generation."""
         return self.version >= (2, 6, 0)
+
+    @property
+    def older_generation_claims(self) -> bool:
+        """KAFKA-14639 (3.4.1): see `Profile.older_generation_claims`."""
+        return Profile.for_version(self.version_text).older_generation_claims
+
+    @property
+    def subscription_generation_field(self) -> bool:
+        """KIP-792 (3.4.0): see `Profile.subscription_generation_field`."""
+        return Profile.for_version(self.version_text).subscription_generation_field
+
+    @property
+    def reset_generation_on_sync_rebalance(self) -> bool:
+        """KAFKA-13891 (3.3.0 and 3.3.1 only): see `Profile.reset_generation_on_sync_rebalance`."""
+        return Profile.for_version(self.version_text).reset_generation_on_sync_rebalance
+
+    @property
+    def version_text(self) -> str:
+        return ".".join(str(n) for n in self.version)
 
     @property
     def join_prepare_commit(self) -> JoinPrepareCommit:

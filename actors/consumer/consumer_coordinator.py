@@ -28,14 +28,18 @@ metadata after its assignment.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from actors.consumer.abstract_coordinator import AbstractCoordinator
 from actors.consumer.application import ApplicationThread
 from actors.consumer.assignment import MemberSubscription, RebalanceProtocol
-from actors.consumer.assignors import ASSIGNORS, rebalance_protocol
+from actors.consumer.assignors import ASSIGNORS, CooperativeStickyAssignor, rebalance_protocol
 from actors.consumer.commits import CommitKind, CommitRequestManager, is_retriable
 from actors.consumer.config import ConsumerConfig, JoinPrepareCommit
+from actors.consumer.group_membership import NO_GENERATION
 from actors.consumer.membership import MemberState
 from actors.consumer.network import Clock, NetworkClient
+from actors.consumer.sticky import ignored_older_claims
 from actors.consumer.subscription_state import Offsets, SubscriptionState, by_topic
 from actors.core import Out
 from protocols.group import (
@@ -62,6 +66,9 @@ class ConsumerCoordinator(AbstractCoordinator):
         self.subscriptions = subscriptions
         self.protocol = rebalance_protocol(config.assignment_strategy)
         self.previous_assignment: list[TopicPartition] = []
+        self.assigned_generation = NO_GENERATION
+        """The generation of the last assignment taken (`onAssignment`): before 3.4 the
+        cooperative assignor's user data carried it as the subscription's generation."""
         self.join_prepare_revoked = False
         self.join_prepare_started_ms = 0
         """When this rebalance's pre-rebalance commit was first sent: `joinPrepareTimer`, one per
@@ -81,14 +88,19 @@ class ConsumerCoordinator(AbstractCoordinator):
         return "consumer"
 
     def metadata(self) -> tuple[JoinGroupProtocol, ...]:
-        cfg = self.config
+        cfg, m = self.config, self.member
+        generation = m.generation_id
         if self.protocol is RebalanceProtocol.COOPERATIVE:
             owned = self.subscriptions.owned()
+            if not cfg.subscription_generation_field:
+                # Before KIP-792 (3.4) the generation came from the assignor's user data: that
+                # of its last assignment, older than the JoinGroup's after a missed SyncGroup.
+                generation = self.assigned_generation
         else:
             # EAGER revoked everything before joining; the sticky assignor still learns the
             # member's last assignment (Kafka carries it in the subscription's userData).
             owned = self.previous_assignment if "sticky" in cfg.assignment_strategy else []
-        subscription = Subscription(cfg.topics, by_topic(owned), self.member.generation_id)
+        subscription = Subscription(cfg.topics, by_topic(owned), generation)
         return tuple(JoinGroupProtocol(name, subscription) for name in cfg.assignment_strategy)
 
     def on_join_prepare(self, out: Out) -> bool:
@@ -133,9 +145,11 @@ class ConsumerCoordinator(AbstractCoordinator):
         """The revocation step of `onJoinPrepare`; with `commit = on_revoke` the listener's
         commitSync comes first. False while that commit is in flight."""
         m, commits = self.member, self.commits
-        if self.protocol is RebalanceProtocol.COOPERATIVE or not owned:
+        if not owned:
             return True
         lost = not m.generation_valid or (not m.member_id and self.config.keep_member_id_on_illegal_generation)
+        if self.protocol is RebalanceProtocol.COOPERATIVE and not lost:
+            return True  # the topics do not change: nothing to revoke before joining
         if not lost and self.config.app_commit.listener_commits and not self.join_prepare_revoked:
             if commits.revoke_commit is None:
                 offsets = self.app.revoked_offsets(out, owned)
@@ -149,9 +163,12 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._revoke_or_lose(out, owned, "lost" if lost else "revoked", "generation_reset" if lost else "rebalance")
         return True
 
-    def on_leader_elected(self, resp: JoinGroupResponse) -> tuple[SyncGroupAssignment, ...]:
+    def on_leader_elected(self, out: Out, resp: JoinGroupResponse) -> tuple[SyncGroupAssignment, ...]:
         """The leader runs the group's chosen assignor over every member's subscription."""
         assignor = ASSIGNORS[resp.protocol_name or self.config.assignment_strategy[0]]
+        older_claims = self.config.older_generation_claims
+        if isinstance(assignor, CooperativeStickyAssignor) and not older_claims:
+            assignor = replace(assignor, older_generation_claims=False)
         members = [
             MemberSubscription(
                 member.member_id,
@@ -164,11 +181,32 @@ class ConsumerCoordinator(AbstractCoordinator):
         ]
         topics = sorted({t for member in members for t in member.topics})
         counts = dict(self.config.partitions)
-        result = assignor.assign({t: counts[t] for t in topics if t in counts}, members)
+        partitions_per_topic = {t: counts[t] for t in topics if t in counts}
+        result = assignor.assign(partitions_per_topic, members)
+        if isinstance(assignor, CooperativeStickyAssignor) and not older_claims:
+            self._log_ignored_claims(out, partitions_per_topic, members)
         return tuple(
             SyncGroupAssignment(member_id, Assignment(by_topic(list(result[member_id]))))
             for member_id in sorted(result)
         )
+
+    def _log_ignored_claims(
+        self, out: Out, partitions_per_topic: dict[str, int], members: list[MemberSubscription]
+    ) -> None:
+        """KAFKA-14639: name the claims the assignor threw away for their older generation."""
+        highest = max(member.generation_id for member in members)
+        generations = {member.member_id: member.generation_id for member in members}
+        for owner, partitions in ignored_older_claims(partitions_per_topic, members).items():
+            out.emit(
+                "owned_partitions_ignored",
+                group_id=self.config.group_id,
+                member_id=self.member.member_id,
+                generation_id=self.member.generation_id,
+                owner=owner,
+                owner_generation_id=generations[owner],
+                highest_generation_id=highest,
+                partitions=[str(tp) for tp in partitions],
+            )
 
     def on_join_complete(self, out: Out) -> bool:
         """`ConsumerCoordinator.onJoinComplete`, in the `poll()` after the SyncGroup answer.
@@ -195,6 +233,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             added = list(assigned)
         subscriptions.assign(added)
         self.previous_assignment = subscriptions.owned()
+        self.assigned_generation = m.generation_id
         out.emit(
             "partitions_assigned",
             group_id=cfg.group_id,

@@ -19,27 +19,54 @@ from actors.consumer.assignment import (
 )
 from protocols.types import TopicPartition
 
-__all__ = ["sticky_assign"]
+__all__ = ["ignored_older_claims", "sticky_assign"]
+
+
+def _claims(partitions_per_topic: Mapping[str, int], member: MemberSubscription) -> list[TopicPartition]:
+    """The member's owned partitions that still count: claims on topics it no longer
+    subscribes to, or on partitions that do not exist, are dropped."""
+    return [
+        tp
+        for tp in member.owned_partitions
+        if tp.topic in member.topics and 0 <= tp.partition < partitions_per_topic.get(tp.topic, 0)
+    ]
+
+
+def ignored_older_claims(
+    partitions_per_topic: Mapping[str, int], members: Sequence[MemberSubscription]
+) -> dict[str, list[TopicPartition]]:
+    """The claims the validation before KAFKA-14639's fix (2.6.0 to 3.4.0) throws away: every
+    claim of a member whose generation is below the highest one reported, by member id (only
+    members with such claims)."""
+    if not members:
+        return {}
+    highest = max(m.generation_id for m in members)
+    ignored = {m.member_id: _claims(partitions_per_topic, m) for m in members if m.generation_id < highest}
+    return {member_id: claims for member_id, claims in sorted(ignored.items()) if claims}
 
 
 def _valid_owned(
-    partitions_per_topic: Mapping[str, int], members: Sequence[MemberSubscription]
+    partitions_per_topic: Mapping[str, int], members: Sequence[MemberSubscription], *, older_generation_claims: bool = True
 ) -> tuple[dict[str, list[TopicPartition]], set[TopicPartition]]:
     """`AbstractStickyAssignor.allSubscriptionsEqual`'s validation of the owned partitions.
 
     A partition claimed by members of different generations stays with the highest generation;
     one claimed by two members of the same generation is taken from both and returned in the
-    second value. Claims on topics the member no longer subscribes to, or on partitions that do
-    not exist, are dropped. Kafka visits the members in hash-map order; here in member id order.
+    second value. Kafka visits the members in hash-map order; here in member id order.
+    Without `older_generation_claims` (2.6.0 to 3.4.0, KAFKA-9987's validation until
+    KAFKA-14639's fix) only the members of the highest generation reported keep any claim: an
+    older member's partitions count as free, so nothing withholds them from a new owner while
+    it still holds them.
     """
     owned: dict[str, list[TopicPartition]] = {m.member_id: [] for m in members}
     generation = {m.member_id: m.generation_id for m in members}
+    highest = max(generation.values(), default=0)
     claimed_by: dict[TopicPartition, str] = {}
     multiply_claimed: set[TopicPartition] = set()
     for member in sorted(members, key=lambda m: m.member_id):
-        for tp in member.owned_partitions:
-            if tp.topic not in member.topics or not 0 <= tp.partition < partitions_per_topic.get(tp.topic, 0):
-                continue  # unsubscribed, or gone with its topic
+        if not older_generation_claims and member.generation_id < highest:
+            continue
+        for tp in _claims(partitions_per_topic, member):
             other = claimed_by.get(tp)
             if other is None:
                 owned[member.member_id].append(tp)
@@ -208,6 +235,7 @@ def sticky_assign(
     *,
     cooperative: bool,
     sort_owned_partitions: bool = True,
+    older_generation_claims: bool = True,
 ) -> PartitionsByMember:
     """`AbstractStickyAssignor.assign`: a balanced assignment that moves as few owned partitions
     as it can; with `cooperative`, `CooperativeStickyAssignor.assign`.
@@ -217,12 +245,13 @@ def sticky_assign(
     from its new owner every partition that another member still owns (`adjustAssignment`): the
     owner revokes it after this rebalance, and the follow-up rebalance assigns it (KIP-429).
     `sort_owned_partitions` is KAFKA-16277 (3.7.1, 3.8.0); before it, a member kept the first of
-    its owned partitions in the order its subscription listed them.
+    its owned partitions in the order its subscription listed them. `older_generation_claims`
+    is KAFKA-14639's fix (3.4.1, 3.5.0; see `_valid_owned`).
     """
     check_unique(members)
     if not members:
         return {}
-    owned, multiply_claimed = _valid_owned(partitions_per_topic, members)
+    owned, multiply_claimed = _valid_owned(partitions_per_topic, members, older_generation_claims=older_generation_claims)
     if len({frozenset(m.topics) for m in members}) == 1:
         all_partitions = subscribed_partitions(partitions_per_topic, members)
         assignment, transferring = _constrained_assign(

@@ -28,6 +28,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.types import ArrayType, StringType
 
 from sim.analytics.events import NEVER
+from sim.analytics.claims import thrown_away_claims
 from sim.analytics.rewinds import rewinds
 
 __all__ = ["duplicates_by_run", "group_duplicates"]
@@ -47,7 +48,7 @@ CONSUMER_EVENTS = (
 falls in."""
 CONSUMER_COLUMNS = (
     "run", "ln", "event", "node", "group_id", "member_id", "enable_auto_commit", "commit", "error", "reason",
-    "partitions", "topic", "partition", "source", "static", "offset",
+    "partitions", "topic", "partition", "source", "static", "offset", "generation_id",
 )
 """What the rules read of those events: selected before anything else, so that a scan reads
 these columns only and nothing wider is sorted or kept."""
@@ -101,9 +102,11 @@ def _release_label() -> Column:
     """A revocation's or loss's label: the first row of the table that holds."""
     revoked_plain = (F.col("event") == "partitions_revoked") & ~F.col("listener")
     eager_auto_commit = (F.col("event") == "partitions_revoked") & (F.col("reason") == "rebalance") & F.col("auto_commit")
+    same_round = (F.col("event") == "partitions_revoked") & (F.col("reason") == "cooperative") & F.col("thrown_away")
     return (
         F.when(F.col("reason") == "unsubscribe", "unsubscribe_without_commit")
         .when(eager_auto_commit & F.col("bug").isNotNull(), F.col("bug"))
+        .when(same_round, "kafka_14639")
         .when(F.col("commit_error").isin(*COORDINATOR_FAILURES), "coordinator_failover")
         .when(F.col("commit_error") != "NONE", "commit_failed_or_fenced")
         .when(revoked_plain & F.col("auto_commit") & (F.col("reason") == "cooperative"), "cooperative_revocation_gap")
@@ -123,7 +126,7 @@ def _processings(events: DataFrame) -> DataFrame:
     )
 
 
-def _changes(consumers: DataFrame, processings: DataFrame) -> DataFrame:
+def _changes(consumers: DataFrame, processings: DataFrame, thrown_away: DataFrame) -> DataFrame:
     """One row per (consumer, partition) fact but processings, in log order: assignments,
     revocations and losses, position resets; a crash or restart of the node is a row for each
     partition the consumer ever touched."""
@@ -132,8 +135,20 @@ def _changes(consumers: DataFrame, processings: DataFrame) -> DataFrame:
     assigned = consumers.where(F.col("event") == "partitions_assigned").select(
         *keep, names, F.lit(ASSIGN).alias("kind"), F.lit(None).cast("string").alias("exit_label")
     )
-    released = consumers.where(F.col("event").isin("partitions_revoked", "partitions_lost")).select(
-        *keep, names, F.lit(REVOKE).alias("kind"), _release_label().alias("exit_label")
+    own_claim = (
+        (F.col("r.run") == F.col("t.run"))
+        & (F.col("r.c_group") == F.col("t_group"))
+        & (F.col("r.generation_id") == F.col("t_generation"))
+        & (F.col("r.member_id") == F.col("t_member"))
+        & (F.col("r.tp") == F.col("t.tp"))
+    )
+    released = (
+        consumers.where(F.col("event").isin("partitions_revoked", "partitions_lost"))
+        .select("*", names)
+        .alias("r")
+        .join(F.broadcast(thrown_away).alias("t"), own_claim, "left")
+        .select("r.*", F.coalesce(F.col("thrown_away"), F.lit(False)).alias("thrown_away"))
+        .select(*keep, "tp", F.lit(REVOKE).alias("kind"), _release_label().alias("exit_label"))
     )
     reset = consumers.where((F.col("event") == "fetch_position_set") & (F.col("source") != "committed")).select(
         *keep, _tp(), F.lit(RESET).alias("kind"), F.lit("log_truncation_or_reset").alias("exit_label")
@@ -212,7 +227,7 @@ def _holds(timeline: DataFrame) -> DataFrame:
     return t
 
 
-def _hold_labels(t: DataFrame, events: DataFrame, consumers: DataFrame) -> DataFrame:
+def _hold_labels(t: DataFrame, events: DataFrame, consumers: DataFrame, thrown_away: DataFrame) -> DataFrame:
     """Each hold (run, node, tp, hold) with the line and label of the first event that ended it."""
     holds = t.where("starts").select(
         "run",
@@ -241,7 +256,20 @@ def _hold_labels(t: DataFrame, events: DataFrame, consumers: DataFrame) -> DataF
     generations = events.where(F.col("event") == "generation_started").select("run", "ln", "group_id", "members").alias("e")
     # Another member assigned the partition while this hold lasts: its member had not rejoined.
     names = F.explode(F.from_json("partitions", ArrayType(StringType()))).alias("tp")
-    given = consumers.where(F.col("event") == "partitions_assigned").select("run", "ln", "node", "c_group", names).alias("e")
+    given = (
+        consumers.where(F.col("event") == "partitions_assigned")
+        .select("run", "ln", "node", "c_group", "generation_id", names)
+        .alias("e")
+    )
+    # ... unless the assignor threw its claim away for its older generation (KAFKA-14639).
+    lost_claim = (
+        (F.col("h.run") == F.col("t.run"))
+        & (F.col("e.c_group") == F.col("t_group"))
+        & (F.col("e.generation_id") == F.col("t_generation"))
+        & (F.col("h.member") == F.col("t_member"))
+        & (F.col("h.tp") == F.col("t.tp"))
+    )
+    given_label = F.when(F.col("thrown_away"), "kafka_14639").otherwise("poll_interval_exceeded")
     key = ["run", "node", "tp", "hold"]
     found = [
         holds.where(F.col("exit_label").isNotNull()).select(*key, F.col("exit_ln").alias("at"), F.col("exit_label").alias("label")),
@@ -268,7 +296,9 @@ def _hold_labels(t: DataFrame, events: DataFrame, consumers: DataFrame) -> DataF
             & (F.col("h.tp") == F.col("e.tp"))
             & (F.col("h.node") != F.col("e.node"))
             & inside("e"),
-        ).select(*[F.col(f"h.{k}") for k in key], F.col("e.ln").alias("at"), F.lit("poll_interval_exceeded").alias("label")),
+        )
+        .join(F.broadcast(thrown_away).alias("t"), lost_claim, "left")
+        .select(*[F.col(f"h.{k}") for k in key], F.col("e.ln").alias("at"), given_label.alias("label")),
     ]
     labels = found[0]
     for more in found[1:]:
@@ -283,11 +313,12 @@ def group_duplicates(events: DataFrame) -> tuple[DataFrame, DataFrame]:
     # plan repeats its whole history in every branch (planning time grows past the job's).
     consumers = _consumer_events(events).localCheckpoint()
     processings = _processings(events)
-    changes = _changes(consumers, processings)
+    thrown_away = thrown_away_claims(events).localCheckpoint()
+    changes = _changes(consumers, processings, thrown_away)
     stretches = _between(changes).localCheckpoint()
     located = _in_stretch(processings, stretches).localCheckpoint()
     t = _holds(_timeline(changes, located).localCheckpoint()).localCheckpoint()
-    labels = _hold_labels(t, events, consumers).localCheckpoint()
+    labels = _hold_labels(t, events, consumers, thrown_away).localCheckpoint()
     # Every processing of a stretch is in the hold its first one is in.
     holds = t.where(F.col("kind") == PROCESS).select("run", "node", "tp", "since", "hold")
     processed = located.join(F.broadcast(holds), ["run", "node", "tp", "since"]).select(

@@ -82,6 +82,7 @@ _STRING = (
     "commit",
     "offsets",
     "api",
+    "owner",
 )
 
 EVENT_SCHEMA = StructType(

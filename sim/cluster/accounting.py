@@ -18,10 +18,12 @@ processing) and the duplicate takes the label that made it one:
 | the coordinator removed it for its session | `expelled_session_timeout` |
 | a poll timeout (dynamic member; LeaveGroup) | `poll_interval_exceeded` |
 | the coordinator removed it for not rejoining within the rebalance timeout (its `max.poll.interval.ms`) | `poll_interval_exceeded` |
+| another member was assigned the partition while it held it, its claim on it thrown away for its older generation (`owned_partitions_ignored`, 2.6.0 to 3.4.0) | `kafka_14639` |
 | another member was assigned the partition while it held it, not having rejoined (a static member the rebalance kept without it) | `poll_interval_exceeded` |
 | a poll timeout (static member; no rebalance) | `static_poll_timeout_self_replay` |
 | the coordinator replaced its static member id with another process's (the same `group.instance.id`): it is fenced | `commit_failed_or_fenced` |
 | `unsubscribe()` | `unsubscribe_without_commit` |
+| a cooperative revocation of a partition whose claim the leader's assignor threw away for the member's older generation in that generation (KAFKA-14639, 2.6.0 to 3.4.0): it was given to another member in the same rebalance | `kafka_14639` |
 | an eager revocation with auto-commit in 3.2.0 (the pre-rebalance commit not awaited, KAFKA-14024) or 3.2.1 and 3.2.2 (awaited while polls return the partitions' records, KAFKA-14196) | `kafka_14024`, `kafka_14196` |
 | a revocation or loss after the member's last commit failed while the coordinator moved or was out of reach | `coordinator_failover` |
 | a revocation or loss after the member's last commit failed otherwise (rejected, fenced, refused in the client) | `commit_failed_or_fenced` |
@@ -109,6 +111,9 @@ class GroupAccounting:
         """Per group, the offsets an operator's reset is committing now."""
         self._admin_deleted: set[tuple[str, str]] = set()
         """Committed offsets an operator deleted, until the group commits again."""
+        self._ignored: dict[tuple[str, int, str], set[str]] = {}
+        """(group, generation, member) -> the partitions whose claim the leader's assignor threw
+        away in that generation for the member's older one (KAFKA-14639)."""
         self._spans: list[dict[str, Any]] = []
         self._open_span: dict[tuple[str, str, str, str], dict[str, Any]] = {}
         """The last span per (group, consumer, partition, label): a contiguous duplicate extends it."""
@@ -159,22 +164,30 @@ class GroupAccounting:
         for tp in e["partitions"]:
             member.holds[tp] = Hold(e["node"], e["member_id"])
         # Another member that still holds one of these did not rejoin (a static member is kept
-        # in the group without rejoining): the rebalance gave its partition away meanwhile.
+        # in the group without rejoining), or rejoined with a claim the assignor threw away for
+        # its older generation (KAFKA-14639): the rebalance gave its partition away meanwhile.
         for other in self._members.values():
             if other is not member and other.group == member.group:
                 for tp in e["partitions"]:
                     if tp in other.holds:
-                        other.holds[tp].end("poll_interval_exceeded")
+                        ignored = self._ignored.get((member.group, e["generation_id"], other.holds[tp].member_id), set())
+                        other.holds[tp].end("kafka_14639" if tp in ignored else "poll_interval_exceeded")
+
+    def _claims_ignored(self, e: Mapping[str, Any]) -> None:
+        self._ignored.setdefault((e["group_id"], e["generation_id"], e["owner"]), set()).update(e["partitions"])
 
     def _released(self, e: Mapping[str, Any]) -> None:
         member = self._members.get(e["node"])
         if member is None:
             return
         label = self._label_for_release(member, e["event"], e["reason"])
+        ignored = self._ignored.get((member.group, e["generation_id"], e["member_id"]), set())
         for tp in e["partitions"]:
             hold = member.holds.pop(tp, None)
             if hold is not None:
-                hold.end(label)
+                # KAFKA-14639: the partition went to another member in this same rebalance.
+                bug = e["event"] == "partitions_revoked" and e["reason"] == "cooperative" and tp in ignored
+                hold.end("kafka_14639" if bug and label != "unsubscribe_without_commit" else label)
 
     def _label_for_release(self, member: Member, event: str, reason: str) -> str:
         if reason == "unsubscribe":
@@ -332,6 +345,7 @@ class GroupAccounting:
 _HANDLERS: dict[str, Any] = {
     "consumer_started": GroupAccounting._started,
     "partitions_assigned": GroupAccounting._assigned,
+    "owned_partitions_ignored": GroupAccounting._claims_ignored,
     "partitions_revoked": GroupAccounting._released,
     "partitions_lost": GroupAccounting._released,
     "node_crashed": GroupAccounting._crashed,

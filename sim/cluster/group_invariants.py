@@ -10,6 +10,14 @@ leaders have reported (a read past the HW).
 unless a member reset its position (`auto.offset.reset`), the offsets expired or were deleted,
 or the commit came from outside the group (generation -1 with no member: an operator's reset,
 a standalone consumer).
+`cooperative_single_owner`: in a group whose members all rebalance COOPERATIVE (KIP-429), a
+partition is given to a member only once every other member that acts on its assignments has
+revoked it: a member assigned a partition another live member still holds is two owners at once.
+A holder whose ownership already ended (its node crashed, its poll timer expired, its generation
+was reset, the coordinator removed it) is a zombie, not an owner. Where the leader's assignor
+threw that holder's claim away for its older generation (`owned_partitions_ignored`, the 2.6.0 to
+3.4.0 validation), it is KAFKA-14639, Kafka's own behaviour in those releases: a finding labelled
+`kafka_14639` (summary.json's `known_bug_findings`), not a violation.
 `commit_accepted_only_when_valid`: a coordinator accepts a commit only as Kafka's
 `validateOffsetCommit` allows: from a member of the group's current generation while it is
 Stable or PreparingRebalance, or with generation -1 while the group is Empty: from 3.3
@@ -34,6 +42,14 @@ class GroupInvariants:
         self._unmanaged_commit_to_empty = version >= (3, 3, 0)
         """KAFKA-14201: generation -1 to an Empty group is valid whatever member id it names."""
         self._consumers: set[str] = set()
+        self._cooperative: dict[str, bool] = {}
+        """Per consumer node: whether its assignors make it rebalance COOPERATIVE."""
+        self._holders: dict[tuple[str, str], dict[str, str]] = {}
+        """(group, partition) -> {node: member id} of the members that hold it and act on it."""
+        self._thrown_away: dict[tuple[str, int, str], set[str]] = {}
+        """(group, generation, member) -> partitions whose claim the assignor threw away."""
+        self.findings: list[dict[str, Any]] = []
+        """Known Kafka bugs the run showed (summary.json's `known_bug_findings`)."""
         self._owners: dict[tuple[str, int], dict[str, str]] = {}
         self._generation_members: dict[tuple[str, int], set[str]] = {}
         self._max_hw: dict[str, int] = {}
@@ -49,10 +65,48 @@ class GroupInvariants:
 
     def _started(self, e: Mapping[str, Any]) -> None:
         self._consumers.add(e["node"])
+        # Only cooperative-sticky supports COOPERATIVE: the protocol is the one all support.
+        self._cooperative[e["node"]] = all(name == "cooperative-sticky" for name in e["assignment_strategy"])
+        self._drop_holds(e["node"])
+
+    def _drop_holds(self, node: str, member_id: str | None = None) -> None:
+        for holders in self._holders.values():
+            if node in holders and (member_id is None or holders[node] == member_id):
+                del holders[node]
+
+    def _ended(self, e: Mapping[str, Any]) -> None:
+        """The node's ownership ended: a crash, a poll timeout, a reset of its generation."""
+        self._drop_holds(e["target"] if e["event"] == "node_crashed" else e["node"])
+
+    def _released(self, e: Mapping[str, Any]) -> None:
+        for tp in e["partitions"]:
+            self._holders.get((e["group_id"], tp), {}).pop(e["node"], None)
+
+    def _claims_ignored(self, e: Mapping[str, Any]) -> None:
+        self._thrown_away.setdefault((e["group_id"], e["generation_id"], e["owner"]), set()).update(e["partitions"])
+
+    def _second_owner(self, e: Mapping[str, Any]) -> list[Violation]:
+        """`cooperative_single_owner` for the partitions this assignment adds."""
+        found = []
+        group, node = e["group_id"], e["node"]
+        for tp in e["partitions"]:
+            holders = self._holders.setdefault((group, tp), {})
+            for other, member_id in sorted(holders.items()):
+                if other == node or not (self._cooperative.get(node) and self._cooperative.get(other)):
+                    continue
+                detail = f"{tp} of {group} is assigned to {e['member_id']} in generation {e['generation_id']} while {member_id} holds it"
+                if tp in self._thrown_away.get((group, e["generation_id"], member_id), ()):
+                    finding = {"invariant": "cooperative_single_owner", "label": "kafka_14639"}
+                    self.findings.append({**finding, "ts_ms": e["ts_ms"], "node": node, "detail": detail})
+                else:
+                    found.append(Violation("cooperative_single_owner", e["ts_ms"], node, detail))
+            holders[node] = e["member_id"]
+        return found
 
     def _assigned(self, e: Mapping[str, Any]) -> list[Violation]:
         if e["node"] not in self._consumers:
             return []
+        second = self._second_owner(e)
         owners = self._owners.setdefault((e["group_id"], e["generation_id"]), {})
         found = []
         for tp in e["assignment"]:
@@ -66,9 +120,13 @@ class GroupInvariants:
                         f"{tp} is assigned to {other} and {e['member_id']} in generation {e['generation_id']} of {e['group_id']}",
                     )
                 )
-        return found
+        return found + second
 
     def _group_member(self, e: Mapping[str, Any]) -> None:
+        if e["event"] == "group_member_removed":
+            for holders in (h for (group, _), h in self._holders.items() if group == e["group_id"]):
+                for node in [n for n, member in holders.items() if member == e["member_id"]]:
+                    del holders[node]
         if e["event"] == "group_member_added":
             # A loaded member, or a static member's new id, belongs to the current generation.
             self._generation_members.setdefault((e["group_id"], e["generation_id"]), set()).add(e["member_id"])
@@ -168,6 +226,12 @@ class GroupInvariants:
 _HANDLERS: dict[str, Any] = {
     "consumer_started": GroupInvariants._started,
     "partitions_assigned": GroupInvariants._assigned,
+    "partitions_revoked": GroupInvariants._released,
+    "partitions_lost": GroupInvariants._released,
+    "owned_partitions_ignored": GroupInvariants._claims_ignored,
+    "node_crashed": GroupInvariants._ended,
+    "poll_timeout_expired": GroupInvariants._ended,
+    "member_reset": GroupInvariants._ended,
     "group_member_added": GroupInvariants._group_member,
     "group_member_removed": GroupInvariants._group_member,
     "group_state_changed": GroupInvariants._group_state,

@@ -137,7 +137,8 @@ class Cluster(FaultMethods):
         )
         self.invariants = Invariants()
         self.kernel.observe(self.invariants)
-        self.kernel.observe(GroupInvariants(scenario.profile.version))
+        self.group_invariants = GroupInvariants(scenario.profile.version)
+        self.kernel.observe(self.group_invariants)
         self.groups = GroupAccounting(scenario.profile.version)
         self.kernel.observe(self.groups)
         self.skips = SkipAccounting()
@@ -329,7 +330,8 @@ class Cluster(FaultMethods):
         producers = [self.state(f"producer-{i + 1}", "producer") for i in range(len(self.scenario.producers))]
         brokers = range(1, self.scenario.get("cluster", "brokers") + 1)
         figures, logs = log_figures(self.scenario.producers, producers, replica_logs(self.kernel, brokers))
-        return {**figures, **self.groups.summary(), **self.skips.figures(logs)}
+        known = {"known_bug_findings": list(self.group_invariants.findings)}
+        return {**figures, **self.groups.summary(), **self.skips.figures(logs), **known}
 
     # ------------------------------------------------------------------ the run directory
 

@@ -4,7 +4,7 @@ The runs: the group swarm's first 20 fault plans (tests/properties/group_swarm.p
 group under client and broker faults, an idempotent producer) and three runs of the broker
 swarm in an unsafe configuration (acks=1, unclean election, power losses, no idempotence),
 two of which lose acknowledged records; a group whose offsets expired, a static member fenced
-by a second process with its instance id, 3.2.1's pre-rebalance commit (KAFKA-14196), and a
+by a second process with its instance id, 3.2.1's pre-rebalance commit (KAFKA-14196), 3.3.2's thrown-away older claims (KAFKA-14639), and a
 reset below the group's commit after an unclean election; and runs built to skip: a group
 starting late on `latest`, two groups reading one topic, retention deleting records ahead of a
 slow group, worker threads under auto-commit, and an operator's resets forward and backwards
@@ -26,6 +26,7 @@ from sim.engine.kernel import HostKind
 from sim.studies.runner import run_scenario
 from tests.properties import group_swarm, swarm
 from tests.scenarios import test_retention
+from tests.scenarios.test_cooperative_versions import MISSED_SYNC
 from tests.scenarios.test_consumer_groups import (
     BASE,
     EXPIRED_CRASH,
@@ -37,6 +38,14 @@ from tests.scenarios.test_consumer_groups import (
 )
 
 pytestmark = pytest.mark.spark
+
+MISSED_SYNC_QUICK = (
+    MISSED_SYNC.format(version="3.3.2")
+    .replace('"process.record.ms" = 5', '"process.record.ms" = 1')
+    .replace('"at.ms" = 12198', '"at.ms" = 12111')
+)
+"""KAFKA-14639 with the member that missed a generation revoking before the new owner takes
+the partition (tests/scenarios/test_cooperative_versions.py)."""
 
 GROUP_SEEDS = range(20)
 UNSAFE_SEEDS = (35, 45, 53)
@@ -153,6 +162,8 @@ def outcomes(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[tuple
     stories += (
         ("a late group with latest", LATE_LATEST),
         ("two groups read one topic", TWO_GROUPS),
+        ("3.3.2's thrown-away claims, a second owner", MISSED_SYNC.format(version="3.3.2")),
+        ("3.3.2's thrown-away claims, a revocation", MISSED_SYNC_QUICK),
     )
     for name, text in stories:
         out = base / name.replace(" ", "-").replace("'", "")

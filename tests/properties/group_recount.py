@@ -20,9 +20,11 @@ The rules (Kafka's at-least-once delivery, as the summary's `duplicates_by_cause
   | `group_member_removed` of its member for `not_rejoined` (the rebalance timeout is `max.poll.interval.ms`) | `poll_interval_exceeded` |
   | `group_member_removed` of its member for `replaced` (another process took its `group.instance.id`) | `commit_failed_or_fenced` |
   | `poll_timeout_expired` on the consumer (static member: no rebalance) | `poll_interval_exceeded` (`static_poll_timeout_self_replay`) |
+  | `partitions_assigned` of the partition to another member of the group in a generation whose leader logged `owned_partitions_ignored` for this member and partition, in 2.6.0 to 3.4.0 | `kafka_14639` |
   | `partitions_assigned` of the partition to another member of the group (it had not rejoined) | `poll_interval_exceeded` |
   | `partitions_revoked` or `partitions_lost` for `unsubscribe` | `unsubscribe_without_commit` |
   | `partitions_revoked` for an eager `rebalance` with auto-commit, in 3.2.0 or 3.2.1 to 3.2.2 | `kafka_14024`, `kafka_14196` |
+  | `partitions_revoked` for `cooperative` of a partition named by that generation's `owned_partitions_ignored` for the member, in 2.6.0 to 3.4.0 | `kafka_14639` |
   | a revocation or loss after the member's last commit failed for its coordinator (moved, unknown or unreachable) | `coordinator_failover` |
   | a revocation or loss after the member's last commit failed otherwise (rejected, fenced, refused in the client) | `commit_failed_or_fenced` |
   | a cooperative revocation with auto-commit and no commit in `onPartitionsRevoked` (KIP-429: auto-commit does not commit before it) | `cooperative_revocation_gap` |
@@ -75,6 +77,11 @@ partitions about to be revoked, KAFKA-14196, fixed in 3.2.3). The first row of t
 after `unsubscribe()` when the revocation is such a rebalance's with auto-commit."""
 
 
+OLDER_CLAIMS_IGNORED = ((2, 6, 0), (3, 4, 0))
+"""The releases whose sticky assignors counted only the highest generation's claims
+(KAFKA-9987 to KAFKA-14639's fix in 3.4.1)."""
+
+
 @dataclass(slots=True)
 class Hold:
     node: str
@@ -122,6 +129,10 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
     result = Recount()
     bug: str | None = None
     """The run's version bug of the eager pre-rebalance auto-commit, from `run_started`."""
+    claims_bug = False
+    """Whether the run's version throws away older generations' claims (KAFKA-14639)."""
+    thrown_away: set[tuple[str, int, str, str]] = set()
+    """(group, generation, member, partition) the leader's assignor logged as thrown away."""
     committed: dict[tuple[str, str], int] = {}
     expired: dict[tuple[str, str], int] = {}
     """(group, partition) -> the committed offset the retention sweep removed, until the group
@@ -130,6 +141,10 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
         name = e["event"]
         if name == "run_started":
             bug = JOIN_PREPARE_BUGS.get(_release(e["kafka_version"]))
+            claims_bug = OLDER_CLAIMS_IGNORED[0] <= _release(e["kafka_version"]) <= OLDER_CLAIMS_IGNORED[1]
+            continue
+        if name == "owned_partitions_ignored":
+            thrown_away.update((e["group_id"], e["generation_id"], e["owner"], tp) for tp in e["partitions"])
             continue
         if name == "offset_commit_completed" and e["error"] == "NONE":
             for topic, partition, offset in e["offsets"]:
@@ -172,12 +187,19 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
                 consumer.holds[tp] = Hold(e["node"], e["member_id"])
                 for other in consumers.values():
                     if other is not consumer and other.group == consumer.group and tp in other.holds:
-                        _end_all((other.holds[tp],), "poll_interval_exceeded")
+                        held = other.holds[tp]
+                        lost_claim = claims_bug and (consumer.group, e["generation_id"], held.member_id, tp) in thrown_away
+                        _end_all((held,), "kafka_14639" if lost_claim else "poll_interval_exceeded")
         elif name in ("partitions_revoked", "partitions_lost"):
             label = _release_label(consumer, name, e["reason"], bug)
             for tp in e["partitions"]:
                 hold = consumer.holds.pop(tp, None)
-                if hold is not None:
+                if hold is None:
+                    continue
+                same_round = name == "partitions_revoked" and e["reason"] == "cooperative"
+                if claims_bug and same_round and (consumer.group, e["generation_id"], e["member_id"], tp) in thrown_away:
+                    _end_all((hold,), "kafka_14639")
+                else:
                     _end_all((hold,), label)
         elif name == "poll_timeout_expired":
             label = "static_poll_timeout_self_replay" if e["static"] else "poll_interval_exceeded"

@@ -1,0 +1,289 @@
+"""The classic cooperative protocol's version behaviours (KIP-429), end to end.
+
+- KAFKA-14639 (2.6.0 to 3.4.0, fixed in 3.4.1 / 3.5.0): a member that missed a generation's
+  assignment (its SyncGroup answered REBALANCE_IN_PROGRESS) rejoins claiming the partitions of
+  its last assignment with that older generation; the sticky assignors then counted only the
+  highest generation's claims, so a partition it still held could go to another member in the
+  same rebalance: two owners until it revokes it. Before 3.4 (KIP-792) the cooperative
+  assignor's user data carries the generation of the member's last assignment, so the missed
+  SyncGroup alone makes the claim older.
+- `onPartitionsLost` under COOPERATIVE: a member out of its generation loses every partition at
+  its next `onJoinPrepare`, whatever the protocol (`ConsumerCoordinator.onJoinPrepare`).
+- KAFKA-13891 (3.3.0 and 3.3.1 only): a SyncGroup answered REBALANCE_IN_PROGRESS resets the
+  generation, so the member reports its partitions lost before it rejoins.
+
+The group: consumer 1 (the leader) and consumer 2 share T's four partitions from 6100 ms;
+consumer 3 joins at 12 s. In generation 2 consumer 1 gives T-3 up (withheld from consumer 3)
+and rejoins at once. Consumer 2 processes 5 ms a record, and its requests to the coordinator
+take 200 ms more from 12198 to 12298 ms: its SyncGroup reaches the coordinator after consumer
+1's rejoin opened generation 3, and is answered REBALANCE_IN_PROGRESS.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
+from tests.properties.group_recount import recount
+
+MISSED_SYNC = """
+[run]
+name = "missed-sync"
+seed = 1
+"duration.ms" = 24000
+
+[kafka]
+version = "{version}"
+
+[network]
+"latency.min.ms" = 2
+"latency.max.ms" = 4
+
+[cluster]
+brokers = 1
+
+[broker]
+"offsets.topic.num.partitions" = 1
+"offsets.topic.replication.factor" = 1
+
+[[topics]]
+name = "T"
+partitions = 4
+
+[[producers]]
+topic = "T"
+records = 4000
+"interval.ms" = 5
+keys = 8
+
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+"partition.assignment.strategy" = ["cooperative-sticky"]
+"auto.offset.reset" = "earliest"
+"max.poll.records" = 20
+"auto.commit.interval.ms" = 1000
+"process.record.ms" = 1
+
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+"partition.assignment.strategy" = ["cooperative-sticky"]
+"auto.offset.reset" = "earliest"
+"max.poll.records" = 20
+"auto.commit.interval.ms" = 1000
+"process.record.ms" = 5
+"start.ms" = 200
+
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+"partition.assignment.strategy" = ["cooperative-sticky"]
+"auto.offset.reset" = "earliest"
+"max.poll.records" = 20
+"auto.commit.interval.ms" = 1000
+"process.record.ms" = 1
+"start.ms" = 12000
+
+[[faults]]
+kind = "delay"
+"at.ms" = 12198
+"delay.ms" = 200
+src = ["consumer-2"]
+dst = ["broker-1"]
+"duration.ms" = 100
+"""
+
+C1 = "consumer-g-1-b2aec8ce-1bad-47a5-a5d9-3150453194a4"
+C2 = "consumer-g-1-8128d27e-b183-4c72-8c16-101cd50195c1"
+C3 = "consumer-g-1-935b0197-9924-43be-99ac-c400945ce94a"
+
+
+def run(version: str) -> tuple[list[dict[str, Any]], dict[str, Any], list[Any]]:
+    scenario = parse_scenario(MISSED_SYNC.format(version=version), "missed-sync.toml")
+    with Cluster(scenario) as cluster:
+        events: list[dict[str, Any]] = []
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+        checks = cluster.final_checks()
+        violations = list(cluster.kernel.invariant_violations)
+    return events, checks, violations
+
+
+def where(events: list[dict[str, Any]], name: str, **match: Any) -> list[dict[str, Any]]:
+    return [e for e in events if e["event"] == name and all(e.get(k) == v for k, v in match.items())]
+
+
+def ownership(events: list[dict[str, Any]], generation: int) -> list[tuple[int, str, str, list[str]]]:
+    """Who took or gave up what in one generation, in log order."""
+    names = ("partitions_assigned", "partitions_revoked", "partitions_lost")
+    return [
+        (e["ts_ms"], e["node"], e["event"], e["partitions"])
+        for e in events
+        if e["event"] in names and e["generation_id"] == generation
+    ]
+
+
+def test_kafka_14639_gives_a_partition_its_owner_still_holds_to_another_member() -> None:
+    """3.3.2: consumer 2 missed generation 2 and rejoins generation 3 claiming T-0 and T-2 with
+    generation 1 (its last assignment's); the leader's assignor counts only generation 2's
+    claims, logs consumer 2's as ignored, and gives T-2 to consumer 3 at once. Consumer 3 takes
+    T-2 at 15224 ms while consumer 2 holds it until its revocation at 15225 ms; consumer 3
+    starts at the group's committed offset for T-2, so the 83 records consumer 2 had processed
+    past it are processed twice, labelled `kafka_14639`, as the invariant's finding is."""
+    events, checks, violations = run("3.3.2")
+    [ignored] = where(events, "owned_partitions_ignored")
+    assert (ignored["ts_ms"], ignored["node"], ignored["generation_id"]) == (15211, "consumer-1", 3)
+    assert (ignored["owner"], ignored["owner_generation_id"], ignored["highest_generation_id"]) == (C2, 1, 2)
+    assert ignored["partitions"] == ["T-0", "T-2"]
+    assert ownership(events, 3) == [
+        (15224, "consumer-1", "partitions_assigned", ["T-3"]),
+        (15224, "consumer-3", "partitions_assigned", ["T-2"]),
+        (15225, "consumer-2", "partitions_revoked", ["T-2"]),
+        (15225, "consumer-2", "partitions_assigned", []),
+    ]
+    assert checks["duplicates_by_cause"] == {"cooperative_revocation_gap": 6, "kafka_14639": 83}
+    assert recount(events).by_cause == checks["duplicates_by_cause"]
+    assert violations == []
+    assert checks["known_bug_findings"] == [
+        {
+            "invariant": "cooperative_single_owner",
+            "label": "kafka_14639",
+            "ts_ms": 15224,
+            "node": "consumer-3",
+            "detail": f"T-2 of g is assigned to {C3} in generation 3 while {C2} holds it",
+        }
+    ]
+
+
+def test_kafka_14639_labels_a_revocation_that_gave_the_partition_away_in_the_same_round() -> None:
+    """3.3.2 with consumer 2 as quick as the others (1 ms a record) and its requests delayed
+    from 12111 ms: its claims (generation 1) are thrown away again in generation 3, and it
+    revokes T-2 at 15137 ms, in the same millisecond and just before consumer 3 takes it. No
+    instant of two owners, but the partition changed hands within one rebalance with no
+    commit in between: the 77 records consumer 2 had processed past the group's commit are
+    `kafka_14639`, not the revocation gap of a cooperative handoff."""
+    text = MISSED_SYNC.format(version="3.3.2").replace('"process.record.ms" = 5', '"process.record.ms" = 1')
+    scenario = parse_scenario(text.replace('"at.ms" = 12198', '"at.ms" = 12111'), "quick.toml")
+    with Cluster(scenario) as cluster:
+        events: list[dict[str, Any]] = []
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+        checks = cluster.final_checks()
+    assert [(e["ts_ms"], e["partitions"]) for e in where(events, "owned_partitions_ignored")] == [(15125, ["T-0", "T-2"])]
+    assert ownership(events, 3)[:3] == [
+        (15137, "consumer-2", "partitions_revoked", ["T-2"]),
+        (15137, "consumer-2", "partitions_assigned", []),
+        (15137, "consumer-3", "partitions_assigned", ["T-2"]),
+    ]
+    assert checks["duplicates_by_cause"] == {"cooperative_revocation_gap": 2, "kafka_14639": 77}
+    assert recount(events).by_cause == checks["duplicates_by_cause"]
+    assert checks["known_bug_findings"] == []
+
+
+def test_from_3_4_1_an_older_claim_no_newer_member_makes_stands() -> None:
+    """3.4.1: the same missed SyncGroup; consumer 2 rejoins with the JoinGroup's generation (2,
+    KIP-792), and even an older claim would stand. Generation 3 leaves it T-0 and T-2 and gives
+    consumer 3 T-3, which consumer 1 revoked in generation 2: no partition has two owners, and
+    the only duplicates are generation 2's revocation gap."""
+    events, checks, violations = run("3.4.1")
+    assert where(events, "owned_partitions_ignored") == []
+    assert [(t, n, e, p) for t, n, e, p in ownership(events, 3) if p] == [
+        (15224, "consumer-3", "partitions_assigned", ["T-3"]),
+    ]
+    assert checks["duplicates_by_cause"] == {"cooperative_revocation_gap": 6}
+    assert (violations, checks["known_bug_findings"]) == ([], [])
+
+
+def test_in_3_4_0_the_missed_sync_claims_the_joingroup_generation() -> None:
+    """3.4.0 still counts only the highest generation's claims, but its subscription carries
+    the JoinGroup's generation (KIP-792): consumer 2's claims are of generation 2 like the
+    others', so nothing is thrown away and the run is 3.4.1's."""
+    events, checks, _ = run("3.4.0")
+    assert where(events, "owned_partitions_ignored") == []
+    assert checks["duplicates_by_cause"] == {"cooperative_revocation_gap": 6}
+
+
+def test_kafka_13891_loses_the_partitions_of_a_member_that_missed_its_sync() -> None:
+    """3.3.1: the SyncGroup answered REBALANCE_IN_PROGRESS at 12406 ms resets consumer 2's
+    generation (its member id kept), and its next `onJoinPrepare` reports T-0 and T-2 lost
+    (`onPartitionsLost`, cooperative or not) in the same poll: it rejoins owning nothing, so
+    no claim is thrown away and generation 3 hands T-2 to consumer 3 with no two owners."""
+    events, checks, violations = run("3.3.1")
+    resets = [(e["ts_ms"], e["node"], e["generation_id"], e["reason"]) for e in where(events, "member_reset")]
+    assert resets == [(12406, "consumer-2", 2, "sync_rebalance_in_progress")]
+    lost = [(e["ts_ms"], e["node"], e["generation_id"], e["partitions"], e["reason"]) for e in where(events, "partitions_lost")]
+    assert lost == [(12406, "consumer-2", -1, ["T-0", "T-2"], "generation_reset")]
+    assert where(events, "owned_partitions_ignored") == []
+    assert [(t, n, p) for t, n, _, p in ownership(events, 3)] == [
+        (15222, "consumer-3", ["T-2"]),
+        (15224, "consumer-1", ["T-3"]),
+        (15224, "consumer-2", ["T-0"]),
+    ]
+    assert checks["duplicates_by_cause"] == {"commit_failed_or_fenced": 31, "cooperative_revocation_gap": 6}
+    assert violations == []
+
+
+STALL = """
+[[faults]]
+kind = "stall"
+node = "consumer-2"
+"at.ms" = 9000
+"duration.ms" = 8000
+"""
+
+
+def test_a_cooperative_member_out_of_its_generation_loses_its_partitions() -> None:
+    """`onJoinPrepare` reports every owned partition lost when the generation or member id was
+    reset, under COOPERATIVE as under EAGER. 3.9, no delay; consumer 2 (`max.poll.interval.ms`
+    6000) stalls from 9 s to 17 s: its poll timer expires at 14920 ms (LeaveGroup, generation
+    reset), generation 2 gives T-0 and T-2 to consumer 3, and consumer 2's first poll after the
+    stall, at 17000 ms, reports them lost before it rejoins owning nothing."""
+    text = MISSED_SYNC.format(version="3.9").split("[[faults]]")[0]
+    text = text.replace('"process.record.ms" = 5', '"process.record.ms" = 5\n"max.poll.interval.ms" = 6000') + STALL
+    with Cluster(parse_scenario(text, "stall.toml")) as cluster:
+        events: list[dict[str, Any]] = []
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+        checks = cluster.final_checks()
+    assert [(e["ts_ms"], e["reason"]) for e in where(events, "member_reset", node="consumer-2")] == [(14920, "POLL_TIMEOUT")]
+    lost = [(e["ts_ms"], e["node"], e["generation_id"], e["partitions"], e["reason"]) for e in where(events, "partitions_lost")]
+    assert lost == [(17000, "consumer-2", -1, ["T-0", "T-2"], "generation_reset")]
+    assert where(events, "partitions_revoked", node="consumer-2") == []
+    assert checks["duplicates_by_cause"] == {"cooperative_revocation_gap": 2, "poll_interval_exceeded": 180}
+
+
+def _started(node: str, strategy: list[str]) -> dict[str, Any]:
+    return {"event": "consumer_started", "ts_ms": 0, "node": node, "group_id": "g", "assignment_strategy": strategy}
+
+
+def _assigned(ts: int, node: str, member: str, generation: int, partitions: list[str]) -> dict[str, Any]:
+    return {
+        "event": "partitions_assigned", "ts_ms": ts, "node": node, "group_id": "g", "member_id": member,
+        "generation_id": generation, "partitions": partitions, "assignment": partitions,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("strategy", [["cooperative-sticky"], ["range", "cooperative-sticky"]])
+def test_the_invariant_reports_a_second_cooperative_owner_no_bug_explains(strategy: list[str]) -> None:
+    """`cooperative_single_owner`: member b assigned T-0 in generation 2 while a, cooperative
+    too, still holds it (no claim thrown away, no crash, poll timeout or removal) violates it;
+    EAGER members (range listed first) are not checked, a static member kept without rejoining
+    being their way of two owners. Once a revoked T-0, c may take it."""
+    from sim.cluster.group_invariants import GroupInvariants  # noqa: PLC0415
+
+    check = GroupInvariants()
+    for node in ("consumer-1", "consumer-2", "consumer-3"):
+        check(_started(node, strategy))
+    assert check(_assigned(100, "consumer-1", "a", 1, ["T-0"])) == []
+    second = check(_assigned(200, "consumer-2", "b", 2, ["T-0"]))
+    expected = [("cooperative_single_owner", 200, "consumer-2", "T-0 of g is assigned to b in generation 2 while a holds it")]
+    assert [(v.invariant, v.ts_ms, v.node, v.detail) for v in second] == (expected if strategy == ["cooperative-sticky"] else [])
+    revoked = {"event": "partitions_revoked", "ts_ms": 300, "node": "consumer-1", "group_id": "g", "partitions": ["T-0"]}
+    check(revoked)
+    check({**revoked, "node": "consumer-2"})
+    assert check(_assigned(400, "consumer-3", "c", 3, ["T-0"])) == []
+    assert check.findings == []
