@@ -10,6 +10,8 @@ file's earlier splits, which a small aggregation over the splits gives.
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -24,6 +26,13 @@ NEVER = 1 << 62
 """A line number after every line (a hold that never ended, the end of a last segment)."""
 
 
+def hadoop_path(path: Path) -> str:
+    """`path` as Spark's reader takes it: a plain path, Hadoop's glob characters escaped. A
+    `file:` URI would not do: Hadoop does not decode its escapes, so a directory whose name has
+    a space or a comma (`%20`, `%2C`) is not found."""
+    return re.sub(r"([\\*?\[\]{}])", r"\\\1", str(path))
+
+
 def _local(uri: str) -> Path:
     return Path(unquote(urlparse(uri).path)).resolve()
 
@@ -34,7 +43,7 @@ def read_events(spark: SparkSession, run_dirs: list[Path]) -> DataFrame:
     Column `run` is the index of the run directory in `run_dirs` (two directories may hold the
     same run id: the same scenario and seed, run twice)."""
     files = [(d / "events.jsonl").resolve() for d in run_dirs]
-    raw = spark.read.text([f.as_uri() for f in files]).select(
+    raw = spark.read.text([hadoop_path(f) for f in files]).select(
         "value",
         F.col("_metadata.file_path").alias("path"),
         F.col("_metadata.file_block_start").alias("block"),

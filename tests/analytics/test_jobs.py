@@ -193,3 +193,15 @@ def test_two_groups_reading_one_topic_count_their_duplicates_apart(spark: Any, t
     want = {k: summary[k] for k in ("consumed", "duplicates", "duplicates_by_cause")}
     assert {k: analysis[k] for k in want} == want
     assert analysis["consumed"] == by_group["g"] + by_group["h"]
+
+
+def test_a_run_directory_named_with_spaces_commas_and_brackets_is_read(spark: Any, runs: list[Path], tmp_path: Path) -> None:
+    """Spark's reader takes plain paths with Hadoop's glob characters escaped: a `file:` URI's
+    escapes (`%20`, `%2C`) are not decoded, and an unescaped `[` or `{` is a pattern."""
+    import shutil  # noqa: PLC0415
+
+    odd = tmp_path / "a run, [seed 1] {copy}"
+    shutil.copytree(runs[0], odd)
+    [plain, copied] = analyze_runs(spark, [runs[0], odd])
+    assert sum(copied["events_by_type"].values()) == sum(plain["events_by_type"].values()) == len(_events(runs[0]))
+    assert copied == plain

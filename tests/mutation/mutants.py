@@ -1250,4 +1250,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "                if False:\n",
         ("tests/scenarios/test_cooperative_versions.py::test_kafka_14639_gives_a_partition_its_owner_still_holds_to_another_member",),
     ),
+    Mutant(
+        "spark_reads_file_uris",
+        "Spark reads a run's events by its plain path, glob characters escaped: a directory named with a space or a comma is found",
+        "sim/analytics/events.py",
+        "    raw = spark.read.text([hadoop_path(f) for f in files]).select(\n",
+        "    raw = spark.read.text([f.as_uri() for f in files]).select(\n",
+        ("tests/analytics/test_jobs.py::test_a_run_directory_named_with_spaces_commas_and_brackets_is_read",),
+    ),
 )
