@@ -55,7 +55,7 @@ COMMIT_WORDS = {
 
 
 def consumer_crash(crash: dict[str, Any], summary: dict[str, Any], facts: RunFacts) -> str:
-    node, at, held = crash["consumer"], crash["ts_ms"], crash["partitions"]
+    node, at = crash["consumer"], crash["ts_ms"]
     text = f"At {seconds(at)} {node} crashed ({crash['kind']})"
     gaps = _after_crash(crash, facts)
     for i, ((to, generation), ps) in enumerate(gaps.items()):
@@ -85,10 +85,10 @@ def _after_crash(crash: dict[str, Any], facts: RunFacts) -> dict[tuple[int, int 
     """The crashed consumer's partitions by when their next owner came (the end of the run if
     none did; the consumer itself once restarted, perhaps), or nothing if another member still
     held one of them: then the group had an owner all along, a zombie or the new one."""
-    at, group = crash["ts_ms"], None
+    at = crash["ts_ms"]
+    group = next((h["group_id"] for h in facts.holds if h["consumer"] == crash["consumer"]), None)
     by_end: dict[tuple[int, int | None], list[str]] = {}
     for tp in crash["partitions"]:
-        group = group or next((h["group_id"] for h in facts.holds if h["consumer"] == crash["consumer"]), None)
         holds = [h for h in facts.holds if h["partition"] == tp and h["group_id"] == group]
         if any(h["from_ms"] < at and (h["to_ms"] is None or h["to_ms"] > at) for h in holds):
             return {}

@@ -18,12 +18,13 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from tests.properties.group_recount import recount
+from tests.properties.group_recount import Recount, recount
 
 __all__ = ["check"]
 
@@ -63,6 +64,11 @@ class Log:
             if e["event"] == "join_group_failed" and e.get("assigned_member_id"):
                 log.member_node[e["assigned_member_id"]] = e["node"]
         return log
+
+    @cached_property
+    def recount(self) -> Recount:
+        """Consumed records and duplicates by cause, recounted once from the log alone."""
+        return recount(self.events)
 
     def of(self, *names: str) -> Iterator[dict[str, Any]]:
         """The events of these kinds, in log order."""
@@ -217,7 +223,7 @@ class Checker:
     # headline and figures
 
     def headline_quiet(self) -> str | None:
-        summary, counted = self.log.summary, recount(self.log.events)
+        summary, counted = self.log.summary, self.log.recount
         if summary["lost_acked"] or summary["log_duplicates"] or counted.duplicates or summary["skipped"]:
             return "something was lost, written twice, processed twice or skipped"
         return None
@@ -257,7 +263,7 @@ class Checker:
             f"{t}-{q}" == p and o > offset for t, q, o in e["offsets"])
 
     def headline_duplicates(self, n: str, by: str) -> str | None:
-        counted = recount(self.log.events)
+        counted = self.log.recount
         told = {cause: int(k) for cause, k in (w.rsplit(" ", 1) for w in by.split(", "))}
         if int(n) != counted.duplicates or told != {c: k for c, k in counted.by_cause.items() if k}:
             return f"the log's recount is {counted.duplicates} ({counted.by_cause})"
@@ -287,7 +293,7 @@ class Checker:
         ):
             return "produced or acknowledged differ from summary.json"
         consumed = re.search(r"(\d+) consumed, (\d+) rebalances", rest)
-        if consumed and int(consumed.group(1)) != recount(self.log.events).consumed:
+        if consumed and int(consumed.group(1)) != self.log.recount.consumed:
             return "the log's recount consumed another number"
         return None
 
@@ -589,7 +595,7 @@ class Checker:
         return None if generation is None or back[0]["generation_id"] == int(generation) else "another generation took it back"
 
     def duplicates(self, first: str, last: str | None, readers: str, n: str, cause: str, pieces: str) -> str | None:
-        counted = recount(self.log.events)
+        counted = self.log.recount
         if counted.by_cause.get(cause, 0) != int(n):
             return f"the log's recount has {counted.by_cause.get(cause, 0)} {cause}"
         times: dict[tuple[str, int], list[tuple[int, str]]] = {}
