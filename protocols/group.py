@@ -1,5 +1,7 @@
 """Consumer-group messages: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-OffsetCommit and OffsetFetch, and the consumer protocol's subscription and assignment.
+OffsetCommit and OffsetFetch, the classic consumer protocol's subscription and assignment, and
+KIP-848's ConsumerGroupHeartbeat, which replaces JoinGroup, SyncGroup, Heartbeat and LeaveGroup
+for a member of a consumer group.
 
 Field names are Kafka's (`JoinGroupRequest.json`, `ConsumerProtocolSubscription.json`, ...).
 Kafka carries a member's subscription and assignment as opaque bytes that only the consumer
@@ -27,6 +29,9 @@ __all__ = [
     "Assignment",
     "CoordinatorElected",
     "CoordinatorResigned",
+    "ConsumerGroupHeartbeatAssignment",
+    "ConsumerGroupHeartbeatRequest",
+    "ConsumerGroupHeartbeatResponse",
     "FindCoordinatorRequest",
     "FindCoordinatorResponse",
     "HeartbeatRequest",
@@ -35,6 +40,8 @@ __all__ = [
     "JoinGroupProtocol",
     "JoinGroupRequest",
     "JoinGroupResponse",
+    "JOIN_EPOCH",
+    "LEAVE_EPOCH",
     "LeaveGroupRequest",
     "LeaveGroupResponse",
     "MemberIdentity",
@@ -47,6 +54,7 @@ __all__ = [
     "OffsetFetchResponse",
     "OffsetFetchTopic",
     "PartitionError",
+    "STATIC_LEAVE_EPOCH",
     "Subscription",
     "SyncGroupAssignment",
     "SyncGroupRequest",
@@ -224,6 +232,55 @@ class LeaveGroupRequest:
     members: tuple[MemberIdentity, ...]
 
 
+# --------------------------------------------------------------------------- ConsumerGroupHeartbeat (68)
+
+JOIN_EPOCH = 0
+"""The member epoch of a heartbeat that joins (or rejoins after being fenced)."""
+LEAVE_EPOCH = -1
+"""The member epoch of a dynamic member's leave: it is removed and the group epoch bumped."""
+STATIC_LEAVE_EPOCH = -2
+"""The member epoch of a static member's leave: it keeps its assignment until its session
+expires, and a member with its instance id may replace it meanwhile."""
+
+
+@struct
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatAssignment:
+    """The member's assignment at its member epoch (Kafka names topics by id; here by name)."""
+
+    topic_partitions: tuple[TopicPartitions, ...] = ()
+
+
+@message(ApiKey.CONSUMER_GROUP_HEARTBEAT, kind=Kind.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatResponse:
+    error_code: ErrorCode
+    member_id: str | None = None
+    member_epoch: int = -1
+    heartbeat_interval_ms: int = 0
+    assignment: ConsumerGroupHeartbeatAssignment | None = None
+    """Set for a full request and whenever the assignment changed; None: unchanged."""
+
+
+@message(ApiKey.CONSUMER_GROUP_HEARTBEAT, kind=Kind.REQUEST, response=ConsumerGroupHeartbeatResponse)
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatRequest:
+    """A join (epoch 0), a heartbeat, or a leave (-1, or -2 for a static member). A field left
+    None (or -1 for the rebalance timeout) is unchanged since the member's last request; a join
+    and every request after an error are full."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    server_assignor: str | None = None
+    topic_partitions: tuple[TopicPartitions, ...] | None = None
+    """What the member owns: the partitions it has acted on (revoked or assigned)."""
+
+
 # --------------------------------------------------------------------------- OffsetCommit (8)
 
 
@@ -263,7 +320,9 @@ class OffsetCommitResponse:
 class OffsetCommitRequest:
     group_id: str
     generation_id: int = -1
-    """-1: a commit from outside the group protocol (manual assignment, an admin client)."""
+    """-1: a commit from outside the group protocol (manual assignment, an admin client). A
+    consumer-protocol member sends its member epoch here (OffsetCommit v9's
+    `GenerationIdOrMemberEpoch`)."""
     member_id: str = ""
     group_instance_id: str | None = None
     topics: tuple[OffsetCommitTopic, ...] = ()

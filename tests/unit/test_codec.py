@@ -150,6 +150,19 @@ SAMPLES: dict[type, Any] = {
     g.SyncGroupResponse: g.SyncGroupResponse(E.NONE, "range", g.Assignment((g.TopicPartitions("T", (2,)),))),
     g.HeartbeatRequest: g.HeartbeatRequest("my-group", 7, _FOLLOWER, "instance-2"),
     g.HeartbeatResponse: g.HeartbeatResponse(E.REBALANCE_IN_PROGRESS),
+    g.ConsumerGroupHeartbeatRequest: g.ConsumerGroupHeartbeatRequest(
+        "my-group",
+        _FOLLOWER,
+        0,
+        instance_id="instance-2",
+        rebalance_timeout_ms=300000,
+        subscribed_topic_names=("T",),
+        server_assignor="uniform",
+        topic_partitions=(),
+    ),
+    g.ConsumerGroupHeartbeatResponse: g.ConsumerGroupHeartbeatResponse(
+        E.NONE, _FOLLOWER, 3, 5000, g.ConsumerGroupHeartbeatAssignment((g.TopicPartitions("T", (1, 2)),))
+    ),
     g.LeaveGroupRequest: g.LeaveGroupRequest("my-group", (g.MemberIdentity(_LEADER),)),
     g.LeaveGroupResponse: g.LeaveGroupResponse(E.UNKNOWN_MEMBER_ID),
     g.OffsetCommitRequest: g.OffsetCommitRequest(
