@@ -21,6 +21,7 @@ __all__ = [
     "last_commit_ms",
     "removal",
     "table",
+    "unowned_ms",
 ]
 
 Event = Mapping[str, Any]
@@ -90,6 +91,42 @@ def removal(events: Iterable[Event], node: str, at_ms: int) -> tuple[int, str] |
         elif e["event"] == "group_member_removed" and e["member_id"] == member:
             return e["ts_ms"], e["reason"]
     return None
+
+
+def unowned_ms(events: Iterable[Event], group_id: str, end_ms: int) -> int:
+    """How long the group's partitions went without an owner, in partition-milliseconds: for
+    each partition, from the first time a member of `group_id` was assigned it to `end_ms`, the
+    time no running consumer process held it (between its revocation or loss, or its holder's
+    crash or exit, and its next `onPartitionsAssigned`). A member that still holds a partition
+    its coordinator gave away (a zombie) counts as holding it."""
+    holders: dict[str, set[str]] = {}
+    """Partition -> the consumer nodes that hold it."""
+    nodes: dict[str, set[str]] = {}
+    """Consumer node -> the partitions it holds."""
+    since: dict[str, int] = {}
+    """Partitions without a holder -> since when."""
+    total = 0
+
+    def release(node: str, partitions: Iterable[str], now: int) -> None:
+        for tp in partitions:
+            if node in holders.get(tp, ()):
+                holders[tp].discard(node)
+                nodes[node].discard(tp)
+                if not holders[tp]:
+                    since[tp] = now
+
+    for e in events:
+        name, now = e["event"], e["ts_ms"]
+        if name == "partitions_assigned" and e["group_id"] == group_id:
+            for tp in e["partitions"]:
+                total += now - since.pop(tp, now)
+                holders.setdefault(tp, set()).add(e["node"])
+                nodes.setdefault(e["node"], set()).add(tp)
+        elif name in ("partitions_revoked", "partitions_lost") and e["group_id"] == group_id:
+            release(e["node"], e["partitions"], now)
+        elif name in ("node_crashed", "node_stopped") and e["target"] in nodes:
+            release(e["target"], sorted(nodes[e["target"]]), now)
+    return total + sum(end_ms - at for at in since.values())
 
 
 def commit_errors(events: Iterable[Event], node: str) -> list[str]:

@@ -14,6 +14,7 @@ from sim.report.group_figures import (
     last_commit_ms,
     removal,
     table,
+    unowned_ms,
 )
 
 
@@ -93,3 +94,30 @@ def test_causes_and_tables_read_as_the_studies_print_them() -> None:
     )
     assert causes_text({}) == "-"
     assert table([("case", "n"), ("stall", 80), ("zombie", "-")]) == "case    n\nstall   80\nzombie  -"
+
+
+def _held(ts_ms: int, node: str, *partitions: str, group: str = "g") -> dict[str, Any]:
+    return ev(ts_ms, node, "partitions_assigned", group_id=group, member_id=node, partitions=list(partitions), assignment=[])
+
+
+def test_unowned_time_runs_from_a_release_to_the_next_assignment_per_partition() -> None:
+    events = [
+        _held(100, "c1", "T-0", "T-1"),
+        _held(150, "c2", "T-2"),
+        ev(1000, "c1", "partitions_revoked", group_id="g", partitions=["T-0", "T-1"], reason="rebalance"),
+        _held(1400, "c2", "T-0"),  # T-0 unowned 400 ms
+        ev(2000, "sim", "node_crashed", target="c2"),  # T-0 and T-2 from here to the end
+        _held(2500, "c3", "T-1", group="other"),  # another group's assignment changes nothing
+        ev(3000, "c1", "partitions_lost", group_id="g", partitions=["T-9"], reason="fenced"),  # not held
+    ]
+    # T-1: 1000 to 5000; T-0: 400 plus 2000 to 5000; T-2: 2000 to 5000; T-9 was never assigned.
+    assert unowned_ms(events, "g", 5000) == 4000 + 400 + 3000 + 3000
+
+
+def test_a_zombie_and_the_new_owner_both_holding_leave_no_gap() -> None:
+    events = [
+        _held(0, "c1", "T-0"),
+        _held(500, "c2", "T-0"),  # the coordinator gave it away while c1 still held it
+        ev(800, "c1", "partitions_lost", group_id="g", partitions=["T-0"], reason="fenced"),
+    ]
+    assert unowned_ms(events, "g", 1000) == 0
