@@ -21,7 +21,8 @@ threw that holder's claim away for its older generation (`owned_partitions_ignor
 `commit_accepted_only_when_valid`: a coordinator accepts a commit only as Kafka's
 `validateOffsetCommit` allows: from a member of the group's current generation while it is
 Stable or PreparingRebalance, or with generation -1 while the group is Empty: from 3.3
-(KAFKA-14201) whatever member id it names, before only with none.
+(KAFKA-14201) whatever member id it names, before only with none. A consumer group's (KIP-848)
+commits are checked by member epoch instead, in `sim.cluster.consumer_group_invariants`.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ class GroupInvariants:
         self._committed: dict[Key, int] = {}
         self._reset: set[Key] = set()
         """Partitions a member reset since the group's last commit of them."""
+        self._consumer_groups: set[tuple[str, str]] = set()
+        """(coordinator node, group) of the consumer groups (KIP-848) each coordinator holds."""
 
     def __call__(self, event: Mapping[str, Any]) -> list[Violation]:
         handler = _HANDLERS.get(event["event"])
@@ -148,6 +151,13 @@ class GroupInvariants:
             for key in [k for k in self._generation_members if k[0] == group]:
                 del self._generation_members[key]
 
+    def _consumer_group_state(self, e: Mapping[str, Any]) -> None:
+        view = (e["node"], e["group_id"])
+        if e["state"] == "Dead":
+            self._consumer_groups.discard(view)
+        else:
+            self._consumer_groups.add(view)
+
     def _generation(self, e: Mapping[str, Any]) -> None:
         self._generation_members[(e["group_id"], e["generation_id"])] = set(e["members"])
 
@@ -156,7 +166,9 @@ class GroupInvariants:
             return []
         found = []
         generation, member, state = e["generation_id"], e["member_id"], e["group_state"]
-        if generation < 0 and state == "Empty" and self._unmanaged_commit_to_empty:
+        if (e["node"], e["group_id"]) in self._consumer_groups:
+            valid = True  # by member epoch: `ConsumerGroupInvariants`
+        elif generation < 0 and state == "Empty" and self._unmanaged_commit_to_empty:
             valid = True
         elif generation >= 0 or member:
             valid = member in self._generation_members.get((e["group_id"], generation), ()) and state in (
@@ -236,6 +248,7 @@ _HANDLERS: dict[str, Any] = {
     "group_member_removed": GroupInvariants._group_member,
     "group_state_changed": GroupInvariants._group_state,
     "generation_started": GroupInvariants._generation,
+    "consumer_group_state_changed": GroupInvariants._consumer_group_state,
     "offset_commit_completed": GroupInvariants._commit_completed,
     "offsets_expired": GroupInvariants._removed,
     "group_offsets_deleted": GroupInvariants._removed,

@@ -38,6 +38,7 @@ from sim.cluster.faults import (
     schedule_fault,
 )
 from sim.cluster.ground_truth import log_figures, replica_logs
+from sim.cluster.consumer_group_invariants import ConsumerGroupInvariants
 from sim.cluster.group_invariants import GroupInvariants
 from sim.cluster.invariants import Invariants
 from sim.cluster.rundir import ClusterError, build_summary, prepare_for_api, write_run_dir
@@ -139,6 +140,7 @@ class Cluster(FaultMethods):
         self.kernel.observe(self.invariants)
         self.group_invariants = GroupInvariants(scenario.profile.version)
         self.kernel.observe(self.group_invariants)
+        self.kernel.observe(ConsumerGroupInvariants())
         self.groups = GroupAccounting(scenario.profile.version)
         self.kernel.observe(self.groups)
         self.skips = SkipAccounting()
