@@ -17,10 +17,7 @@ What it models of the Java consumer:
   COORDINATOR_LOAD_IN_PROGRESS backs off; anything else (UNRELEASED_INSTANCE_ID,
   FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR, INVALID_REQUEST,
   UNSUPPORTED_VERSION...) is fatal: `poll()` throws and the application stops;
-- leaving: `close()` and `unsubscribe()` release the partitions (revoked at a positive epoch,
-  lost otherwise) and send a heartbeat at epoch -1 (dynamic) or -2 (static);
-- the poll timer: `max.poll.interval.ms` without `poll()` sends that leave heartbeat, makes the
-  member STALE and its partitions lost; the next `poll()` rejoins at epoch 0;
+- leaving and the poll timer (`member_leaving.py`);
 - auto-commit: 3.7 to 3.9 on the background thread at its interval, of the positions of that
   moment (KAFKA-18641: records returned and not yet processed included); from 4.0 in the
   application's `poll()`, of the positions before it returns anything (those of the earlier
@@ -49,13 +46,12 @@ from actors.consumer.group_membership import COORDINATOR_ERRORS, Generation
 from actors.consumer.heartbeat_request import HeartbeatRequestState, HeartbeatState
 from actors.consumer.member_state import MemberState, check_transition
 from actors.consumer.network import DISCONNECTED, Clock, InFlight, NetworkClient
+from actors.consumer.member_leaving import MemberLeaving
 from actors.consumer.reconciliation import COMMIT_RETRY, Reconciler, Reconciliation
 from actors.consumer.subscription_state import SubscriptionState
 from actors.core import Out
 from protocols.errors import ErrorCode
 from protocols.group import (
-    LEAVE_EPOCH,
-    STATIC_LEAVE_EPOCH,
     ConsumerGroupHeartbeatResponse,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -70,7 +66,7 @@ AUTO_COMMIT = "cg-auto-commit"
 FIND_BACKOFF = "find-backoff"
 
 
-class ConsumerMembershipManager(Reconciler):
+class ConsumerMembershipManager(Reconciler, MemberLeaving):
     commits: CommitRequestManager
     """Set by the consumer once both exist."""
 
@@ -349,54 +345,6 @@ class ConsumerMembershipManager(Reconciler):
                 reason=reason,
             )
         self.subscriptions.remove(partitions)
-
-    # ------------------------------------------------------------------ leaving
-
-    def partitions_lost_on_leave(self) -> bool:
-        return self.member_epoch <= 0 or not self.state.in_group
-
-    def leave_group(self, out: Out, reason: str) -> None:
-        """`leaveGroup`: release the partitions, then the leave heartbeat."""
-        if not self.state.in_group:
-            if self.state is MemberState.FENCED:
-                self.transition_to(out, MemberState.UNSUBSCRIBED)
-            return
-        if self.state in (MemberState.PREPARE_LEAVING, MemberState.LEAVING):
-            return
-        self.transition_to(out, MemberState.PREPARE_LEAVING)
-        self.reconciliation = None
-        owned = self.subscriptions.owned()
-        self._release(out, owned, "lost" if self.member_epoch <= 0 else "revoked", reason)
-        self._send_leave(out)
-
-    def _send_leave(self, out: Out) -> None:
-        """`transitionToSendingLeaveGroup`: epoch -1, or -2 for a static member."""
-        self.member_epoch = STATIC_LEAVE_EPOCH if self.config.group_instance_id is not None else LEAVE_EPOCH
-        self.current, self.target = (), ()
-        self.transition_to(out, MemberState.LEAVING)
-        self.heartbeat(out)
-
-    def _leave_on_poll_timeout(self, out: Out) -> None:
-        """`max.poll.interval.ms` without `poll()`: the leave heartbeat, then STALE with the
-        partitions lost; the next `poll()` rejoins."""
-        static = self.config.group_instance_id is not None
-        out.emit(
-            "poll_timeout_expired",
-            group_id=self.config.group_id,
-            member_id=self._member_id,
-            generation_id=self.member_epoch,
-            static=static,
-        )
-        self.poll_timer_expired = True
-        self.transition_to(out, MemberState.PREPARE_LEAVING)
-        self.reconciliation = None
-        self._send_leave(out)
-        self.fields.reset()
-        self.requests.reset()
-        self._release(out, self.subscriptions.owned(), "lost", "poll_timeout")
-
-    def reset_generation_on_leave_group(self) -> None:
-        """The leave heartbeat already set the leave epoch."""
 
     def stop(self, out: Out) -> None:
         self.closed = True

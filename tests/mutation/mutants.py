@@ -1341,7 +1341,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "cgclient_static_member_leaves_with_minus_1",
         "a static consumer-protocol member leaves with epoch -2",
-        "actors/consumer/consumer_membership.py",
+        "actors/consumer/member_leaving.py",
         "        self.member_epoch = STATIC_LEAVE_EPOCH if self.config.group_instance_id is not None else LEAVE_EPOCH\n",
         "        self.member_epoch = LEAVE_EPOCH\n",
         ("tests/scenarios/test_consumer_protocol_client.py::test_close_commits_revokes_then_leaves[i-1--2]",),
@@ -1377,5 +1377,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "        return self in (MemberState.JOINING, MemberState.ACKNOWLEDGING, MemberState.LEAVING)\n",
         "        return self in (MemberState.JOINING, MemberState.LEAVING)\n",
         ("tests/scenarios/test_consumer_protocol_client.py::test_a_join_sends_every_field_and_later_heartbeats_only_what_changed",),
+    ),
+    Mutant(
+        "cgclient_listener_commit_skipped",
+        "a consumer-protocol revocation waits for the application's onPartitionsRevoked, whose commit (commit = on_revoke) runs at the next poll()",
+        "actors/consumer/reconciliation.py",
+        "        if r.revoked and self.config.app_commit.listener_commits:\n",
+        "        if False:\n",
+        ("tests/scenarios/test_consumer_protocol_client.py::test_the_listener_commits_the_revoked_partitions_at_the_next_poll",),
     ),
 )

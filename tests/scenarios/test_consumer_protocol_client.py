@@ -356,6 +356,19 @@ def test_the_commit_before_a_revocation_is_retried_with_the_newest_epoch() -> No
     assert [e["ts_ms"] for e in d.where("partitions_revoked")] == [10150]
 
 
+def test_the_listener_commits_the_revoked_partitions_at_the_next_poll() -> None:
+    """`commit = on_revoke`, no auto-commit: the revocation waits for the application thread,
+    whose next poll() (at 10030) runs `onPartitionsRevoked` and its commitSync of T-1; once
+    answered, the partition goes and the acknowledgement follows at once."""
+    d = Driver(config(app_commit=AppCommit.ON_REVOKE, enable_auto_commit=False, process_record_ms=1), group(revoke_at=10_000))
+    d.run(11_000)
+    assert [(e["ts_ms"], e["kind"], e["offsets"]) for e in d.where("offset_commit_sent")] == [(10030, "revoke", [["T", 1, 3330]])]
+    assert [(e["ts_ms"], e["partitions"]) for e in d.where("partitions_revoked")] == [(10040, ["T-1"])]
+    ack = d.heartbeats[-1]
+    assert (ack.ts_ms, ack.request.member_epoch, ack.request.topic_partitions) == (10040, 2, ONLY_0)
+    assert max(end for _, _, end in d.processed("T-1")) == 3330
+
+
 # --------------------------------------------------------------------------- auto-commit
 
 
