@@ -152,6 +152,22 @@ class Profile:
     """KAFKA-13891, only in 3.3.0 and 3.3.1 (reverted in 3.3.2): a SyncGroup answered
     REBALANCE_IN_PROGRESS resets the generation (member id kept), so the member's partitions
     are lost at its next `onJoinPrepare`."""
+    client_generated_member_id: bool
+    """KIP-1082 (4.0.0): a consumer-protocol member makes up its member id (a UUID) when it
+    starts and keeps it for the life of the process, rejoins included; before, it joins with an
+    empty id and the coordinator gives it one."""
+    pending_revocation_before_reconcile_commit: bool
+    """KAFKA-16460 (4.0.0): a consumer-protocol member marks the partitions it is told to revoke
+    pending revocation before its auto-commit ahead of the revocation; from 3.7 to 3.9 it marks
+    them only after that commit is answered, and polls meanwhile go on returning their records."""
+    auto_commit_positions_at_poll: bool
+    """KAFKA-18641 (4.0.0): a consumer-protocol member auto-commits the positions of its last
+    `poll()`, from that poll; from 3.7 to 3.9 the background thread auto-commits the positions
+    of the moment at each interval, records returned but not yet processed included."""
+    reconcile_on_application_poll: bool
+    """4.0.0 (`maybeReconcile(canCommit)`): a consumer-protocol member starts reconciling a new
+    assignment only from an application `poll()`; from 3.7 to 3.9 the background thread starts
+    at once, whatever the application is doing."""
     defaults: dict[str, Any]
 
     @property
@@ -200,6 +216,10 @@ class Profile:
             older_generation_claims=not (2, 6, 0) <= v <= (3, 4, 0),
             subscription_generation_field=v >= (3, 4, 0),
             reset_generation_on_sync_rebalance=v in ((3, 3, 0), (3, 3, 1)),
+            client_generated_member_id=v >= (4, 0, 0),
+            pending_revocation_before_reconcile_commit=v >= (4, 0, 0),
+            auto_commit_positions_at_poll=v >= (4, 0, 0),
+            reconcile_on_application_poll=v >= (4, 0, 0),
             defaults=_defaults(v),
         )
 

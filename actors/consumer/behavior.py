@@ -34,6 +34,7 @@ from actors.consumer.application import App, Processing
 from actors.consumer.commits import CommitKind, CommitRequestManager
 from actors.consumer.config import AppCommit, ConsumerConfig, ProcessingMode
 from actors.consumer.consumer_coordinator import ConsumerCoordinator
+from actors.consumer.consumer_membership import ConsumerMembershipManager
 from actors.consumer.fetcher import Fetcher, Returned
 from actors.consumer.group_membership import GroupMembership
 from actors.consumer.leaving import Leaving
@@ -68,11 +69,17 @@ class Consumer(Leaving):
             keep_paused=config.keeps_paused_fetches,
         )
         self.metadata = ConsumerMetadata(config, self.clock, self.network, self.subscriptions)
-        coordinator = ConsumerCoordinator(config, self.clock, self.network, self.subscriptions, self)
+        coordinator: ConsumerCoordinator | ConsumerMembershipManager
+        if config.group_protocol == "consumer":
+            coordinator = ConsumerMembershipManager(config, self.clock, self.network, self.subscriptions, self)
+        else:
+            coordinator = ConsumerCoordinator(config, self.clock, self.network, self.subscriptions, self)
         self.membership: GroupMembership = coordinator
         self.positions = OffsetFetcher(config, self.clock, self.network, self.subscriptions, self.metadata, coordinator, self)
         self.commits = CommitRequestManager(config, self.clock, self.network, self.subscriptions, coordinator, self.positions, self)
         coordinator.commits = self.commits
+        if isinstance(coordinator, ConsumerMembershipManager):
+            self.commits.on_answered = coordinator.on_commit_answered
         self.app = App.STARTING
         self.app_until_ms = 0
         self.processing = Processing(config.process_record_ms)
@@ -99,6 +106,8 @@ class Consumer(Leaving):
     def on_start(self, ctx: Ctx) -> Out:
         self.clock.now_ms = ctx.now_ms
         self.membership.retry_backoff.rng = ctx.rng  # KIP-580's jitter: the consumer's own stream
+        if isinstance(self.membership, ConsumerMembershipManager):
+            self.membership.start(ctx.rng)  # from 4.0 the member id is drawn now (KIP-1082)
         out = Out()
         cfg = self.config
         out.emit(
@@ -110,6 +119,7 @@ class Consumer(Leaving):
             assignment_strategy=list(cfg.assignment_strategy),
             enable_auto_commit=cfg.enable_auto_commit,
             commit=cfg.app_commit.value,
+            group_protocol=cfg.group_protocol,
         )
         out.set_timer("app", max(0, cfg.start_ms - ctx.now_ms))
         return out

@@ -31,6 +31,7 @@ offsets' metadata strings.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -132,6 +133,9 @@ class CommitRequestManager:
         (`asyncCommitFenced`): the next drain of commit callbacks, in `poll()`, throws."""
         self.next_auto_commit_ms = 0
         self.offset_fetch_in_flight: int | None = None
+        self.on_answered: Callable[[Out, Commit], None] | None = None
+        """Told of every commit's outcome once handled: the consumer protocol's membership,
+        whose reconciliation and background auto-commit wait for their commits."""
 
     def get(self, commit_id: int | None) -> Commit | None:
         """A commit still remembered (every one in flight is)."""
@@ -313,6 +317,8 @@ class CommitRequestManager:
                 return
             self._end_sync(out)
             self.app.commit_completed(out)
+        if self.on_answered is not None:
+            self.on_answered(out, commit)
         self._prune_commits()
 
     def _prune_commits(self) -> None:

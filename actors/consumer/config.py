@@ -81,6 +81,11 @@ class ConsumerConfig:
     """`consumer-<group>-1`: the Java default, numbered per process (each consumer here is one)."""
 
     # Kafka's settings
+    group_protocol: str = "classic"
+    """`group.protocol`: `classic` (`ConsumerCoordinator`) or `consumer` (KIP-848)."""
+    group_remote_assignor: str | None = None
+    """`group.remote.assignor`: the server assignor a consumer-protocol member asks for; None
+    leaves the choice to the coordinator (the first of its `group.consumer.assignors`)."""
     session_timeout_ms: int = 45000
     heartbeat_interval_ms: int = 3000
     max_poll_interval_ms: int = 300000
@@ -152,6 +157,26 @@ class ConsumerConfig:
     def reset_generation_on_sync_rebalance(self) -> bool:
         """KAFKA-13891 (3.3.0 and 3.3.1 only): see `Profile.reset_generation_on_sync_rebalance`."""
         return Profile.for_version(self.version_text).reset_generation_on_sync_rebalance
+
+    @property
+    def client_generated_member_id(self) -> bool:
+        """KIP-1082 (4.0): see `Profile.client_generated_member_id`."""
+        return Profile.for_version(self.version_text).client_generated_member_id
+
+    @property
+    def pending_revocation_before_reconcile_commit(self) -> bool:
+        """KAFKA-16460 (4.0): see `Profile.pending_revocation_before_reconcile_commit`."""
+        return Profile.for_version(self.version_text).pending_revocation_before_reconcile_commit
+
+    @property
+    def auto_commit_positions_at_poll(self) -> bool:
+        """KAFKA-18641 (4.0): see `Profile.auto_commit_positions_at_poll`."""
+        return Profile.for_version(self.version_text).auto_commit_positions_at_poll
+
+    @property
+    def reconcile_on_application_poll(self) -> bool:
+        """4.0: see `Profile.reconcile_on_application_poll`."""
+        return Profile.for_version(self.version_text).reconcile_on_application_poll
 
     @property
     def version_text(self) -> str:

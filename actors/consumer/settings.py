@@ -27,6 +27,13 @@ SETTINGS = (
         choices=("classic", "consumer"),
         doc="the group protocol: classic (JoinGroup, SyncGroup) or consumer (KIP-848, 3.7+)",
     ),
+    setting(
+        "group.remote.assignor",
+        str,
+        None,
+        doc="with group.protocol = consumer: the server assignor to ask for (uniform, range); "
+        "unset: the coordinator's first of group.consumer.assignors",
+    ),
     setting("group.instance.id", str, None, doc="static membership (2.3+); with count > 1, suffixed -1, -2, ..."),
     setting("session.timeout.ms", int, None, low=1, profile_default="session.timeout.ms"),
     setting("heartbeat.interval.ms", int, None, low=1, profile_default="heartbeat.interval.ms"),
@@ -165,6 +172,8 @@ def consumer_config(
         offsets_partitions=offsets_partitions,
         version=profile.version,
         group_instance_id=group_instance_id,
+        group_protocol=entry["group.protocol"],
+        group_remote_assignor=entry["group.remote.assignor"],
         client_id=f"consumer-{entry['group.id']}-1",
         session_timeout_ms=entry["session.timeout.ms"],
         heartbeat_interval_ms=entry["heartbeat.interval.ms"],
