@@ -34,7 +34,14 @@ from sim.analytics.rewinds import rewinds
 __all__ = ["duplicates_by_run", "group_duplicates"]
 
 COORDINATOR_FAILURES = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "DISCONNECTED", "TIMEOUT")
-REMOVALS = {"session_timeout": "expelled_session_timeout", "not_rejoined": "poll_interval_exceeded", "replaced": "commit_failed_or_fenced"}
+REMOVALS = {
+    "session_timeout": "expelled_session_timeout",
+    "not_rejoined": "poll_interval_exceeded",
+    "rebalance_timeout": "poll_interval_exceeded",
+    "replaced": "commit_failed_or_fenced",
+}
+REMOVAL_EVENTS = ("group_member_removed", "consumer_member_removed")
+"""The classic coordinator's removals and the consumer protocol's (KIP-848)."""
 CONSUMER_EVENTS = (
     "consumer_started",
     "partitions_assigned",
@@ -88,14 +95,17 @@ def _consumer_events(events: DataFrame) -> DataFrame:
 def _join_prepare_bugs(events: DataFrame) -> DataFrame:
     """Each run's bug of the pre-rebalance auto-commit, by its Kafka version (`run_started`):
     3.2.0 does not wait for the commit (KAFKA-14024); 3.2.1 and 3.2.2 wait while polls go on
-    returning records of the partitions about to be revoked (KAFKA-14196); null otherwise."""
+    returning records of the partitions about to be revoked (KAFKA-14196); null otherwise. And
+    the consumer protocol's (`reconcile_bug`): 3.7 to 3.9 commit before marking the revoked
+    partitions pending revocation (KAFKA-16460)."""
     version = r"^(\d+)\.(\d+)(?:\.(\d+))?$"  # '3.2' is 3.2.0
     major, minor, patch = (
         F.coalesce(F.nullif(F.regexp_extract("kafka_version", version, i), F.lit("")), F.lit("0")).cast("int") for i in (1, 2, 3)
     )
     in_3_2 = (major == 3) & (minor == 2)
     bug = F.when(in_3_2 & (patch == 0), "kafka_14024").when(in_3_2 & patch.isin(1, 2), "kafka_14196")
-    return events.where(F.col("event") == "run_started").select("run", bug.alias("bug"))
+    reconcile_bug = F.when((major == 3) & minor.between(7, 9), "kafka_16460")
+    return events.where(F.col("event") == "run_started").select("run", bug.alias("bug"), reconcile_bug.alias("reconcile_bug"))
 
 
 def _release_label() -> Column:
@@ -103,9 +113,11 @@ def _release_label() -> Column:
     revoked_plain = (F.col("event") == "partitions_revoked") & ~F.col("listener")
     eager_auto_commit = (F.col("event") == "partitions_revoked") & (F.col("reason") == "rebalance") & F.col("auto_commit")
     same_round = (F.col("event") == "partitions_revoked") & (F.col("reason") == "cooperative") & F.col("thrown_away")
+    reconciled = (F.col("event") == "partitions_revoked") & (F.col("reason") == "reconciliation") & F.col("auto_commit")
     return (
         F.when(F.col("reason") == "unsubscribe", "unsubscribe_without_commit")
         .when(eager_auto_commit & F.col("bug").isNotNull(), F.col("bug"))
+        .when(reconciled & F.col("reconcile_bug").isNotNull(), F.col("reconcile_bug"))
         .when(same_round, "kafka_14639")
         .when(F.col("commit_error").isin(*COORDINATOR_FAILURES), "coordinator_failover")
         .when(F.col("commit_error") != "NONE", "commit_failed_or_fenced")
@@ -250,7 +262,7 @@ def _hold_labels(t: DataFrame, events: DataFrame, consumers: DataFrame, thrown_a
     removal = F.lit(None).cast("string")
     for reason, label in REMOVALS.items():
         removal = F.when(F.col("reason") == reason, label).otherwise(removal)
-    removed = events.where(F.col("event") == "group_member_removed").select(
+    removed = events.where(F.col("event").isin(*REMOVAL_EVENTS)).select(
         "run", "ln", "group_id", "member_id", removal.alias("label")
     ).where(F.col("label").isNotNull()).alias("e")
     generations = events.where(F.col("event") == "generation_started").select("run", "ln", "group_id", "members").alias("e")

@@ -17,7 +17,7 @@ processing) and the duplicate takes the label that made it one:
 | its node crashed | `crash_before_commit` |
 | the coordinator removed it for its session | `expelled_session_timeout` |
 | a poll timeout (dynamic member; LeaveGroup) | `poll_interval_exceeded` |
-| the coordinator removed it for not rejoining within the rebalance timeout (its `max.poll.interval.ms`) | `poll_interval_exceeded` |
+| the coordinator removed it for not rejoining within the rebalance timeout (its `max.poll.interval.ms`), or (the consumer protocol) for not giving up its revoked partitions within it | `poll_interval_exceeded` |
 | another member was assigned the partition while it held it, its claim on it thrown away for its older generation (`owned_partitions_ignored`, 2.6.0 to 3.4.0) | `kafka_14639` |
 | another member was assigned the partition while it held it, not having rejoined (a static member the rebalance kept without it) | `poll_interval_exceeded` |
 | a poll timeout (static member; no rebalance) | `static_poll_timeout_self_replay` |
@@ -25,6 +25,7 @@ processing) and the duplicate takes the label that made it one:
 | `unsubscribe()` | `unsubscribe_without_commit` |
 | a cooperative revocation of a partition whose claim the leader's assignor threw away for the member's older generation in that generation (KAFKA-14639, 2.6.0 to 3.4.0): it was given to another member in the same rebalance | `kafka_14639` |
 | an eager revocation with auto-commit in 3.2.0 (the pre-rebalance commit not awaited, KAFKA-14024) or 3.2.1 and 3.2.2 (awaited while polls return the partitions' records, KAFKA-14196) | `kafka_14024`, `kafka_14196` |
+| a consumer-protocol revocation with auto-commit in 3.7 to 3.9 (the commit sent before the partitions are marked pending revocation, so polls return their records until it is answered, KAFKA-16460) | `kafka_16460` |
 | a revocation or loss after the member's last commit failed while the coordinator moved or was out of reach | `coordinator_failover` |
 | a revocation or loss after the member's last commit failed otherwise (rejected, fenced, refused in the client) | `commit_failed_or_fenced` |
 | a cooperative revocation with auto-commit, no commit in `onPartitionsRevoked` | `cooperative_revocation_gap` |
@@ -68,13 +69,18 @@ _FAILOVER_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "D
 _REMOVALS = {
     "session_timeout": "expelled_session_timeout",
     "not_rejoined": "poll_interval_exceeded",
+    "rebalance_timeout": "poll_interval_exceeded",
     "replaced": "commit_failed_or_fenced",
 }
 """Removals by the coordinator that end a member's holds: the rebalance timeout a member did
-not rejoin within is its `max.poll.interval.ms` (only dynamic members are removed so); a
-static member's id replaced by another process with its `group.instance.id` is fenced (its
-commits are answered FENCED_INSTANCE_ID), and a crash or poll timeout that came first keeps
-its own label."""
+not rejoin within (classic), or did not give up its revoked partitions within (the consumer
+protocol), is its `max.poll.interval.ms` (only dynamic members are removed so by the classic
+coordinator); a static member's id replaced by another process with its `group.instance.id` is
+fenced (its commits are answered FENCED_INSTANCE_ID), and a crash or poll timeout that came
+first keeps its own label."""
+_RECONCILE_BUG_VERSIONS = ((3, 7, 0), (4, 0, 0))
+"""KAFKA-16460: the consumer protocol's client commits before marking the revoked partitions
+pending revocation from 3.7 (its first release) until 4.0."""
 _JOIN_PREPARE_BUGS = {JoinPrepareCommit.ASYNC_NOT_AWAITED: "kafka_14024", JoinPrepareCommit.ASYNC_AWAITED: "kafka_14196"}
 """The version bugs of the pre-rebalance auto-commit: 3.2.0 sends it and does not wait for it
 (a failure is never retried), and 3.2.1 and 3.2.2 wait for it while polls go on returning
@@ -90,6 +96,9 @@ class GroupAccounting:
         self._join_prepare_bug = _JOIN_PREPARE_BUGS.get(JoinPrepareCommit.for_version(version))
         """The label of an eager revocation with auto-commit in this Kafka version, if its
         pre-rebalance commit has a bug."""
+        low, high = _RECONCILE_BUG_VERSIONS
+        self._reconcile_bug = "kafka_16460" if low <= version < high else None
+        """The label of a consumer-protocol revocation with auto-commit, if the version has the bug."""
         self.consumed = 0
         self.duplicates = 0
         self.by_cause: dict[str, int] = {}
@@ -194,6 +203,8 @@ class GroupAccounting:
             return "unsubscribe_without_commit"
         if self._join_prepare_bug and event == "partitions_revoked" and reason == "rebalance" and member.auto_commit:
             return self._join_prepare_bug
+        if self._reconcile_bug and event == "partitions_revoked" and reason == "reconciliation" and member.auto_commit:
+            return self._reconcile_bug
         if member.last_commit_error in _FAILOVER_ERRORS:
             return "coordinator_failover"
         if member.last_commit_error != "NONE":
@@ -304,6 +315,11 @@ class GroupAccounting:
                 why = "admin_reset" if key in self._admin_deleted else "offsets_expired_reset"
                 hold.rewound = (e["offset"], self._expired[key], why)
 
+    def _target_assignment(self, e: Mapping[str, Any]) -> None:
+        """A consumer group's rebalance (KIP-848): a new target assignment, as Kafka's
+        coordinator counts one (`updateTargetAssignment`)."""
+        self.rebalances += 1
+
     def _generation(self, e: Mapping[str, Any]) -> None:
         if e["members"]:
             self.rebalances += 1
@@ -351,6 +367,8 @@ _HANDLERS: dict[str, Any] = {
     "node_crashed": GroupAccounting._crashed,
     "poll_timeout_expired": GroupAccounting._poll_timeout,
     "group_member_removed": GroupAccounting._member_removed,
+    "consumer_member_removed": GroupAccounting._member_removed,
+    "target_assignment_computed": GroupAccounting._target_assignment,
     "offset_commit_completed": GroupAccounting._commit_completed,
     "offsets_expired": GroupAccounting._offsets_expired,
     "group_offsets_deleted": GroupAccounting._offsets_deleted,
