@@ -152,6 +152,10 @@ class Profile:
     """KAFKA-13891, only in 3.3.0 and 3.3.1 (reverted in 3.3.2): a SyncGroup answered
     REBALANCE_IN_PROGRESS resets the generation (member id kept), so the member's partitions
     are lost at its next `onJoinPrepare`."""
+    client_generated_member_id: bool
+    """KIP-1082 (4.0.0): a consumer-protocol member makes its own member id (a UUID at start-up,
+    kept for the life of the process) and ConsumerGroupHeartbeat v1 must carry it; before, the
+    first heartbeat sends "" and the coordinator makes one."""
     defaults: dict[str, Any]
 
     @property
@@ -200,6 +204,7 @@ class Profile:
             older_generation_claims=not (2, 6, 0) <= v <= (3, 4, 0),
             subscription_generation_field=v >= (3, 4, 0),
             reset_generation_on_sync_rebalance=v in ((3, 3, 0), (3, 3, 1)),
+            client_generated_member_id=v >= (4, 0, 0),
             defaults=_defaults(v),
         )
 
