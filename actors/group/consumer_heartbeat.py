@@ -11,7 +11,8 @@ The answer carries the assignment after a full request or when it changed.
 Kafka writes what a heartbeat changed as records and answers once they are committed; a
 failed write leaves the group as it was. Here the records go through `GroupManager.append`
 (acks=-1), the answer and the events wait for it, and a failed one restores the membership
-as it was and answers the error Kafka maps it to (`append_error`). The coordinator handles one
+as it was and answers the error Kafka maps it to (`append_error`); one whose records reached
+the leader's log but timed out keeps the change and answers the error. The coordinator handles one
 group's heartbeats and timeouts one at a time: what arrives while the group's write is in
 flight waits for it (Kafka applies it at once and holds its answer until that write is
 committed; holding the request instead keeps a failed write undoable on its own).
@@ -70,6 +71,12 @@ def append_error(error: ErrorCode) -> ErrorCode:
     if error in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS, E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT):
         return E.COORDINATOR_NOT_AVAILABLE
     return error
+
+
+_WRITTEN_ANYWAY = frozenset({E.REQUEST_TIMED_OUT, E.NOT_ENOUGH_REPLICAS_AFTER_APPEND})
+"""Append errors after the records reached the leader's log: Kafka's coordinator keeps the
+change (a later load replays it) and only the answer fails; after any other error nothing was
+written and the change is undone."""
 
 
 def _fail(out: Out, inbound: Inbound, error: ErrorCode) -> None:
@@ -347,9 +354,12 @@ def _undo_create(m: GroupManager, group: ConsumerGroup, replaced: ClassicGroup |
 def on_written(m: GroupManager, ctx: Ctx, out: Out, pending: PendingConsumerWrite, error: ErrorCode) -> None:
     """The group's records are committed (or not): answer, then handle what waited."""
     group = pending.group
+    written = error in _WRITTEN_ANYWAY
     error = append_error(error)
     if m.groups.get(group.group_id) is not group:
         error = E.NOT_COORDINATOR  # unloaded meanwhile
+    elif written:
+        out.extend(pending.events)  # in the leader's log: the change stands, unanswered as such
     elif error is not E.NONE:
         group.restore(pending.before)
         group.state = pending.state_before

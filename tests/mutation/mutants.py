@@ -1355,4 +1355,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "_wire(updated.assigned)",
         (f"{CG}::test_two_members_join_uniform_and_the_second_waits_for_the_first_to_release",),
     ),
+    Mutant(
+        "cg_failed_write_kept",
+        "a heartbeat whose records could not be written changes nothing (CoordinatorRuntime reverts to its last snapshot)",
+        "actors/group/consumer_heartbeat.py",
+        "        group.restore(pending.before)\n",
+        "        pass\n",
+        (f"{CG}::test_a_write_refused_for_want_of_replicas_changes_nothing",),
+    ),
 )

@@ -391,3 +391,24 @@ def test_new_coordinator_loads_members_with_their_epochs(cluster: Cluster) -> No
     assert summary(at(a, 20002)) == (E.NONE, "A", 2, None)
     assert at(b, 20002).error_code is E.FENCED_MEMBER_EPOCH
     assert loaded["groups"] == [GROUP]
+
+
+def test_a_write_refused_for_want_of_replicas_changes_nothing() -> None:
+    """With `min.insync.replicas` 3 and broker 3 out of the ISR, the coordinator's append is
+    refused NOT_ENOUGH_REPLICAS: C's join is answered COORDINATOR_NOT_AVAILABLE
+    (`handleOperationException`) and the group is as before: no C, group epoch 1, and no
+    event of the refused change."""
+    text = SCENARIO.replace('"offsets.topic.num.partitions" = 3', '"offsets.topic.num.partitions" = 3\n"min.insync.replicas" = 3')
+    with scenario_cluster(text) as c:
+        events, (a, cc) = start(c, "a", "c")
+        a.send(1000, COORD, join("A"))
+        c.run(until_ms=2000)
+        c.crash("broker-3", "process")
+        c.run(until_ms=60000)
+        cc.send(60000, COORD, join("C"))
+        c.run(until_ms=60100)
+        assert summary(at(a, 1006)) == (E.NONE, "A", 1, [0, 1, 2])
+        assert summary(at(cc, 60004)) == (E.COORDINATOR_NOT_AVAILABLE, None, -1, None)
+        snapshot = c.state("broker-1", "group-coordinator")["groups"][GROUP]
+        assert (snapshot["group_epoch"], sorted(snapshot["members"])) == (1, ["A"])
+        assert [e for e in where(events, "consumer_member_changed") if e["member_id"] == "C"] == []
