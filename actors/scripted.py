@@ -29,6 +29,7 @@ from actors.addresses import broker_address, group_coordinator_address
 from actors.core import Address, Ctx, Inbound, Out
 from protocols.application import ApplicationCall
 from protocols.group import (
+    ConsumerGroupHeartbeatRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -50,6 +51,7 @@ GROUP_REQUESTS = (
     LeaveGroupRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
+    ConsumerGroupHeartbeatRequest,
 )
 """What a broker's group coordinator answers (FindCoordinator is the replica manager's)."""
 

@@ -14,6 +14,11 @@ OffsetDelete (`GroupCoordinator.handleDescribeGroup`, `handleListGroups`, `handl
   partition) and loses the others; a group whose subscription is unknown counts as subscribed
   to everything; a non-consumer group with members is NON_EMPTY_GROUP.
 
+A consumer group (KIP-848): DescribeGroups describes it as Dead with no members, as 3.9's
+coordinator does (its members are ConsumerGroupDescribe's, not modelled); ListGroups lists it
+with protocol type "consumer" and its state; DeleteGroups deletes it when Empty (else
+NON_EMPTY_GROUP); OffsetDelete keeps the offsets of topics a member subscribes to.
+
 Removed offsets get tombstones, written with acks=0 as Kafka writes them (a lost one is written
 again by the next sweep in Kafka; here nothing reads them but a reload). An Empty group left
 without offsets goes Dead and leaves the cache, with a group tombstone if it ever had a
@@ -25,6 +30,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from actors.core import Ctx, Inbound, Out
+from actors.group.consumer_group import ConsumerGroup
+from actors.group.consumer_protocol.states import ConsumerGroupState
+from actors.group.consumer_records import group_tombstone as consumer_group_tombstone
 from actors.group.manager import GroupManager
 from actors.group.records import group_tombstone, offset_tombstone
 from actors.group.state import ClassicGroup, GroupState, as_classic
@@ -94,6 +102,12 @@ def on_list_groups(m: GroupManager, out: Out, inbound: Inbound, req: ListGroupsR
     error = E.COORDINATOR_LOAD_IN_PROGRESS if m.loading else E.NONE
     listed = []
     for group_id, group in sorted(m.groups.items()):
+        if isinstance(group, ConsumerGroup):
+            state = group.state.value
+            # The new coordinator compares states without case.
+            if not req.states_filter or state.lower() in {f.lower() for f in req.states_filter}:
+                listed.append(ListedGroup(group_id, "consumer", state))
+            continue
         classic = as_classic(group)
         if req.states_filter and classic.state.value not in req.states_filter:
             continue
@@ -105,6 +119,12 @@ def on_delete_groups(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req:
     results = []
     for group_id in req.groups_names:
         error = m.status_error(group_id, offsets_api=True)
+        consumer = m.consumer_group(group_id)
+        if error is E.NONE and consumer is not None:
+            error = _delete_consumer_group(m, ctx, out, consumer)
+            out.emit("group_deleted", group_id=group_id, error=error.name)
+            results.append(DeletableGroupResult(group_id, error))
+            continue
         group = m.classic_group(group_id)
         if error is E.NONE:
             if group is None or group.is_(S.DEAD):
@@ -117,6 +137,19 @@ def on_delete_groups(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req:
         out.emit("group_deleted", group_id=group_id, error=error.name)
         results.append(DeletableGroupResult(group_id, error))
     out.reply(inbound, DeleteGroupsResponse(tuple(results)))
+
+
+def _delete_consumer_group(m: GroupManager, ctx: Ctx, out: Out, group: ConsumerGroup) -> ErrorCode:
+    """`ConsumerGroup.validateDeleteGroup`: only an Empty group; its offsets and its records go."""
+    if group.state is not ConsumerGroupState.EMPTY or group.group_id in m.consumer_writes:
+        return E.NON_EMPTY_GROUP
+    group.transition(out, ConsumerGroupState.DEAD, ctx.now_ms)
+    removed = sorted(group.offsets)
+    group.offsets, group.pending_offset_commits = {}, {}
+    del m.groups[group.group_id]
+    tombstones = [offset_tombstone(group.group_id, tp) for tp in removed]
+    m.append(out, group.group_id, (*tombstones, consumer_group_tombstone(group.group_id)), None)
+    return E.NONE
 
 
 def offset_delete_errors(group: ClassicGroup, partitions: Iterable[TopicPartition]) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
@@ -137,6 +170,10 @@ def offset_delete_errors(group: ClassicGroup, partitions: Iterable[TopicPartitio
 def on_offset_delete(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: OffsetDeleteRequest) -> None:
     asked = [TopicPartition(t.topic, p) for t in req.topics for p in t.partitions]
     error = m.status_error(req.group_id)
+    consumer = m.consumer_group(req.group_id)
+    if error is E.NONE and consumer is not None:
+        _consumer_offset_delete(m, out, inbound, req.group_id, consumer, asked)
+        return
     group = m.classic_group(req.group_id)
     answers: dict[TopicPartition, ErrorCode] = {}
     if error is E.NONE:
@@ -158,6 +195,27 @@ def on_offset_delete(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req:
         out.emit("group_offsets_deleted", group_id=req.group_id, partitions=_names(kept), error=refused)
     partitions = tuple(PartitionError(tp.topic, tp.partition, answers[tp]) for tp in asked)
     out.reply(inbound, OffsetDeleteResponse(E.NONE, partitions))
+
+
+def _consumer_offset_delete(
+    m: GroupManager, out: Out, inbound: Inbound, group_id: str, group: ConsumerGroup, asked: list[TopicPartition]
+) -> None:
+    """OffsetDelete on a consumer group: GROUP_SUBSCRIBED_TO_TOPIC for a subscribed topic's
+    partitions, the others deleted (the group stays, even with no offsets left)."""
+    subscribed = group.subscribed_topics()
+    answers = {tp: E.GROUP_SUBSCRIBED_TO_TOPIC if tp.topic in subscribed else E.NONE for tp in asked}
+    deleted = sorted(tp for tp, e in answers.items() if e is E.NONE)
+    kept = sorted(tp for tp, e in answers.items() if e is not E.NONE)
+    removed = [tp for tp in deleted if group.offsets.pop(tp, None) is not None]
+    for tp in deleted:
+        group.pending_offset_commits.pop(tp, None)
+    if removed:
+        m.append(out, group_id, tuple(offset_tombstone(group_id, tp) for tp in removed), None)
+    if deleted:
+        out.emit("group_offsets_deleted", group_id=group_id, partitions=_names(deleted), error=E.NONE.name)
+    if kept:
+        out.emit("group_offsets_deleted", group_id=group_id, partitions=_names(kept), error=E.GROUP_SUBSCRIBED_TO_TOPIC.name)
+    out.reply(inbound, OffsetDeleteResponse(E.NONE, tuple(PartitionError(tp.topic, tp.partition, answers[tp]) for tp in asked)))
 
 
 def cleanup_group_metadata(m: GroupManager, ctx: Ctx, out: Out, group: ClassicGroup, partitions: list[TopicPartition]) -> None:

@@ -32,6 +32,18 @@ class GroupCoordinatorConfig:
     skip_assignment_for_static_leader: bool = True
     """KIP-814 (JoinGroup v9, 3.2.0): a static leader that replaced itself in Stable is told it
     leads, with `skip_assignment`; before, it is told the old leader id."""
+    rebalance_protocols: tuple[str, ...] = ("classic",)
+    """`group.coordinator.rebalance.protocols`: without "consumer", ConsumerGroupHeartbeat is
+    answered UNSUPPORTED_VERSION."""
+    consumer_heartbeat_interval_ms: int = 5000
+    """`group.consumer.heartbeat.interval.ms`, told to every consumer-protocol member."""
+    consumer_session_timeout_ms: int = 45000
+    """`group.consumer.session.timeout.ms`, from a member's last successful heartbeat."""
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    """`group.consumer.assignors`; the first is the default."""
+    topic_partitions: tuple[tuple[str, int], ...] = ()
+    """The cluster's topics and their partition counts: the metadata image the consumer
+    protocol's assignors read (topics are fixed for a run, so it never changes)."""
     load_ms: int = 0
     """`offsets.load.ms` (the simulator's key): how long loading a partition takes. Kafka's load
     lasts as long as reading the partition's log; the model loads at once (0) unless told, and

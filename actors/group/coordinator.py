@@ -1,11 +1,13 @@
 """The group coordinator of one broker, as a behaviour (Kafka's Scala `GroupCoordinator` of 3.9,
-classic protocol, with the version switches of the profile).
+classic protocol, with the version switches of the profile; and KIP-848's consumer groups as
+the new coordinator's `GroupMetadataManager` serves them).
 
 It coordinates the groups whose `__consumer_offsets` partition its broker leads: the broker
 tells it of each election and resignation (`loading.py`). It answers JoinGroup (`join.py`),
 SyncGroup, Heartbeat and LeaveGroup (`membership.py`), OffsetCommit and OffsetFetch
 (`offsets.py`), and the operator's DescribeGroups, ListGroups, DeleteGroups and OffsetDelete
-(`admin.py`); the rebalance machinery is in `rebalance.py`, the classic group's state machine
+(`admin.py`), and ConsumerGroupHeartbeat (`consumer_heartbeat.py`, on
+`consumer_group.py`); the rebalance machinery is in `rebalance.py`, the classic group's state machine
 in `state.py`, the decisions in `rules.py`. The manager (`manager.py`) holds its groups as
 `Group`s (`group.py`), Kafka's interface for every group type, and the classic protocol's
 handlers reach them as classic groups. FindCoordinator is answered by the broker (replica
@@ -17,8 +19,11 @@ answer completes the operation that waited for it. Kafka's coordinator calls `ap
 in-process; here it is a message, so an append costs two latencies of the node's own network
 besides replication, and the broker does not hold the coordinator's other requests behind it.
 
-Left out: the new (KIP-848) coordinator and the consumer protocol, transactional offset
-commits, topic deletion removing offsets; of `group.max.size`, the dropping of a refused static
+A JoinGroup, SyncGroup, Heartbeat or LeaveGroup naming a consumer group is answered
+GROUP_ID_NOT_FOUND, as a coordinator without online migration between the protocols does
+(KIP-848's classic members inside a consumer group, 3.8+, are not modelled).
+
+Left out: transactional offset commits, topic deletion removing offsets; of `group.max.size`, the dropping of a refused static
 restart's instance id in 2.3 to 2.7 (`removeStaticMember`).
 """
 
@@ -28,21 +33,27 @@ import json
 from typing import Any
 
 from actors.core import Ctx, Inbound, Out
-from actors.group import admin, join, loading, membership, offsets, rebalance
+from actors.group import admin, consumer_heartbeat, join, loading, membership, offsets, rebalance
 from actors.group.config import GroupCoordinatorConfig
 from actors.group.manager import GroupManager, PendingCommit, StoreKind, timer_key
 from actors.group.rules import store_group_error
 from protocols.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest, OffsetDeleteRequest
 from protocols.connection import Disconnected
+from protocols.errors import ErrorCode
 from protocols.group import (
+    ConsumerGroupHeartbeatRequest,
     CoordinatorElected,
     CoordinatorResigned,
     HeartbeatRequest,
+    HeartbeatResponse,
     JoinGroupRequest,
+    JoinGroupResponse,
     LeaveGroupRequest,
+    LeaveGroupResponse,
     OffsetCommitRequest,
     OffsetFetchRequest,
     SyncGroupRequest,
+    SyncGroupResponse,
 )
 from protocols.replication import ProduceResponse
 
@@ -66,7 +77,11 @@ class GroupCoordinator:
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
         out = Out()
         m = self.manager
+        if self._classic_to_consumer_group(out, inbound):
+            return out
         match inbound.message:
+            case ConsumerGroupHeartbeatRequest() as req:
+                consumer_heartbeat.on_consumer_group_heartbeat(m, ctx, out, inbound, req)
             case JoinGroupRequest() as req:
                 join.on_join_group(m, ctx, out, inbound, req)
             case SyncGroupRequest() as req:
@@ -99,11 +114,28 @@ class GroupCoordinator:
                 out.emit("request_ignored", src=str(inbound.src), message=type(inbound.message).__name__)
         return out
 
+    def _classic_to_consumer_group(self, out: Out, inbound: Inbound) -> bool:
+        """A classic membership request naming a consumer group: GROUP_ID_NOT_FOUND."""
+        answers = {
+            JoinGroupRequest: lambda e, r: JoinGroupResponse(e, member_id=r.member_id),
+            SyncGroupRequest: lambda e, _: SyncGroupResponse(e),
+            HeartbeatRequest: lambda e, _: HeartbeatResponse(e),
+            LeaveGroupRequest: lambda e, _: LeaveGroupResponse(e),
+        }
+        answer = answers.get(type(inbound.message))
+        if answer is None or self.manager.consumer_group(inbound.message.group_id) is None:
+            return False
+        out.reply(inbound, answer(ErrorCode.GROUP_ID_NOT_FOUND, inbound.message))
+        return True
+
     def _on_produce_response(self, ctx: Ctx, out: Out, correlation_id: int, resp: ProduceResponse) -> None:
         pending = self.manager.appends.pop(correlation_id, None)
         if pending is None:
             return
         [result] = resp.partitions
+        if isinstance(pending, consumer_heartbeat.PendingConsumerWrite):
+            consumer_heartbeat.on_written(self.manager, ctx, out, pending, result.error_code)
+            return
         if isinstance(pending, PendingCommit):
             offsets.on_commit_appended(out, pending, result.error_code, result.base_offset)
             return
@@ -121,6 +153,9 @@ class GroupCoordinator:
             return out
         if kind == "load":
             loading.on_load_timer(m, ctx, out, args[0])
+            return out
+        if kind in ("cg-session", "cg-rebalance"):
+            consumer_heartbeat.on_consumer_timer(m, ctx, out, kind, args[0], args[1])
             return out
         group = m.classic_group(args[0])  # the rebalance's timers are the classic protocol's
         if group is None:

@@ -4,8 +4,9 @@ Kafka's `GroupMetadataManager` keeps classic groups and KIP-848 consumer groups 
 `Group`s and reaches a group's own rules by its type: the classic protocol's requests through
 `getOrMaybeCreateClassicGroup`, which refuses a group of another type, and unloading by a switch
 on `group.type()`. Here the only type is the classic one (`state.ClassicGroup`, with its state
-machine); a `ConsumerGroup` would implement `Group` beside it, and be told apart where the
-manager's groups are narrowed to classic ones (`state.as_classic`).
+machine) and KIP-848's consumer group (`consumer_group.ConsumerGroup`); the classic protocol's
+requests reach only classic groups (`GroupManager.classic_group`), ConsumerGroupHeartbeat only
+consumer groups (`GroupManager.consumer_group`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class GroupType(Enum):
     with its group."""
 
     CLASSIC = "classic"
+    CONSUMER = "consumer"
 
 
 class Group(Protocol):
@@ -31,3 +33,5 @@ class Group(Protocol):
 
     @property
     def group_type(self) -> GroupType: ...
+
+    def is_dead(self) -> bool: ...

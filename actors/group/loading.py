@@ -17,7 +17,12 @@ otherwise: the partition is loading from the election until that much later, and
 requests for its groups get COORDINATOR_LOAD_IN_PROGRESS (SyncGroup: REBALANCE_IN_PROGRESS;
 Heartbeat: NONE). A resignation during the load cancels it.
 
-Unload: each group becomes Dead here; its parked JoinGroups (PreparingRebalance) or SyncGroups
+Consumer groups (KIP-848) come back with their epochs, members, current and target
+assignments (`consumer_records`), in their derived state; every member's session timeout
+starts now, and a member that was revoking gets its rebalance timeout again (`onLoaded`).
+
+Unload: each group becomes Dead here (a consumer group's heartbeats waiting for its write are
+answered NOT_COORDINATOR); its parked JoinGroups (PreparingRebalance) or SyncGroups
 (CompletingRebalance, Stable) are answered NOT_COORDINATOR, and later requests get
 NOT_COORDINATOR since the partition is no longer owned.
 """
@@ -25,12 +30,16 @@ NOT_COORDINATOR since the partition is no longer owned.
 from __future__ import annotations
 
 from actors.core import Ctx, Out
+from actors.group.consumer_group import ConsumerGroup, announce
+from actors.group.consumer_protocol.states import ConsumerGroupState, MemberState
+from actors.group.consumer_records import ConsumerReplay
 from actors.group.manager import GroupManager, announce_group, timer_key
 from actors.group.rebalance import member_added, prepare_rebalance, remove_sync_expiration
 from actors.group.records import replay
 from actors.group.state import ClassicGroup, GroupState, as_classic
 from protocols.errors import ErrorCode
 from protocols.group import (
+    ConsumerGroupHeartbeatResponse,
     CoordinatorElected,
     CoordinatorResigned,
     JoinGroupResponse,
@@ -65,9 +74,18 @@ def on_load_timer(m: GroupManager, ctx: Ctx, out: Out, partition: int) -> None:
 
 
 def _load(m: GroupManager, ctx: Ctx, out: Out, partition: int, leader_epoch: int, batches: tuple[RecordBatch, ...]) -> None:
-    loaded = replay(batches)
+    consumer = ConsumerReplay()
+    loaded = replay(batches, consumer.apply)
+    consumer_groups = consumer.build()
     m.owned[partition] = leader_epoch
-    out.emit("group_coordinator_loaded", partition=partition, leader_epoch=leader_epoch, groups=sorted(loaded))
+    out.emit(
+        "group_coordinator_loaded", partition=partition, leader_epoch=leader_epoch, groups=sorted({*loaded, *consumer_groups})
+    )
+    for group_id, cg in consumer_groups.items():
+        offsets_only = loaded.pop(group_id, None)  # the group's offsets, replayed as a standalone group's
+        if offsets_only is not None:
+            cg.offsets = offsets_only.offsets
+        _load_consumer_group(m, ctx, out, cg)
     for group_id, group in sorted(loaded.items()):
         if group.state_timestamp_ms is None:
             group.state_timestamp_ms = ctx.now_ms
@@ -83,6 +101,29 @@ def _load(m: GroupManager, ctx: Ctx, out: Out, partition: int, leader_epoch: int
             prepare_rebalance(m, ctx, out, group)
 
 
+def _load_consumer_group(m: GroupManager, ctx: Ctx, out: Out, group: ConsumerGroup) -> None:
+    group.state_timestamp_ms = ctx.now_ms
+    m.groups[group.group_id] = group
+    group.refresh_state(Out(), ctx.now_ms)
+    announce(out, group, None)
+    for member in group.sorted_members():
+        out.set_timer(timer_key("cg-session", group.group_id, member.member_id), m.config.consumer_session_timeout_ms)
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            m.rebalance_epochs[(group.group_id, member.member_id)] = member.member_epoch
+            out.set_timer(timer_key("cg-rebalance", group.group_id, member.member_id), member.rebalance_timeout_ms)
+
+
+def _unload_consumer_group(m: GroupManager, ctx: Ctx, out: Out, group: ConsumerGroup) -> None:
+    group.transition(out, ConsumerGroupState.DEAD, ctx.now_ms)
+    for member in group.sorted_members():
+        out.cancel_timer(timer_key("cg-session", group.group_id, member.member_id))
+        out.cancel_timer(timer_key("cg-rebalance", group.group_id, member.member_id))
+        m.rebalance_epochs.pop((group.group_id, member.member_id), None)
+    for waiting in m.consumer_writes.pop(group.group_id, []):
+        if not isinstance(waiting, tuple):
+            out.reply(waiting, ConsumerGroupHeartbeatResponse(ErrorCode.NOT_COORDINATOR))
+
+
 def on_resigned(m: GroupManager, ctx: Ctx, out: Out, msg: CoordinatorResigned) -> None:
     partition = msg.partition
     leader_epoch = msg.leader_epoch if msg.leader_epoch >= 0 else None
@@ -96,7 +137,10 @@ def on_resigned(m: GroupManager, ctx: Ctx, out: Out, msg: CoordinatorResigned) -
         return
     unloaded = []
     for group in m.groups_of(partition):
-        _unload(m, ctx, out, as_classic(group))
+        if isinstance(group, ConsumerGroup):
+            _unload_consumer_group(m, ctx, out, group)
+        else:
+            _unload(m, ctx, out, as_classic(group))
         del m.groups[group.group_id]
         unloaded.append(group.group_id)
     out.emit("group_coordinator_unloaded", partition=partition, leader_epoch=msg.leader_epoch, groups=unloaded)

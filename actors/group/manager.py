@@ -17,6 +17,7 @@ from typing import Any
 
 from actors.core import Ctx, Inbound, Out
 from actors.group.config import GroupCoordinatorConfig
+from actors.group.consumer_group import ConsumerGroup, consumer_group_snapshot
 from actors.group.group import Group
 from actors.group.placement import OFFSETS_TOPIC, partition_for
 from actors.group.records import batch_size_bytes
@@ -72,7 +73,7 @@ class PendingStore:
 class PendingCommit:
     """An offset commit in flight (`storeOffsets`)."""
 
-    group: ClassicGroup
+    group: ClassicGroup | ConsumerGroup
     inbound: Inbound
     member_id: str
     generation_id: int
@@ -96,8 +97,14 @@ class GroupManager:
     """The log each loading partition is loaded from."""
     epochs: dict[int, int] = field(default_factory=dict)
     """`epochForPartitionId`: the newest leader epoch heard per partition."""
-    appends: dict[int, PendingStore | PendingCommit] = field(default_factory=dict)
+    appends: dict[int, Any] = field(default_factory=dict)
+    """Correlation id -> a `PendingStore`, `PendingCommit` or `PendingConsumerWrite`."""
     next_id: int = 0
+    consumer_writes: dict[str, list[Any]] = field(default_factory=dict)
+    """Consumer groups with records in flight, and the heartbeats (inbounds) and timeouts
+    ((kind, member id)) that wait for them, in order."""
+    rebalance_epochs: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(group, member) -> the epoch its armed rebalance timeout fences it at."""
 
     # ------------------------------------------------------------------ ownership
 
@@ -134,9 +141,15 @@ class GroupManager:
 
     def classic_group(self, group_id: str) -> ClassicGroup | None:
         """`getOrMaybeCreateClassicGroup` without creating: the group a classic protocol's
-        request names, if it is loaded here."""
+        request names, if it is loaded here and classic (Kafka's classic lookups do not find a
+        consumer group; the coordinator answers the classic membership requests to one itself)."""
         group = self.groups.get(group_id)
-        return None if group is None else as_classic(group)
+        return None if group is None or isinstance(group, ConsumerGroup) else as_classic(group)
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """`consumerGroup`: the consumer group of that id, if it is loaded here."""
+        group = self.groups.get(group_id)
+        return group if isinstance(group, ConsumerGroup) else None
 
     def create_classic_group(self, out: Out, group_id: str, now_ms: int) -> ClassicGroup:
         """`getOrMaybeCreateClassicGroup`/`addGroup`: a new group starts Empty at generation 0."""
@@ -148,7 +161,12 @@ class GroupManager:
     def new_member_id(self, ctx: Ctx, prefix: str) -> str:
         """`generateMemberId`: the client id (or a static member's instance id), a dash, and a
         UUID drawn from the actor's random stream."""
-        return f"{prefix}-{uuid.UUID(int=ctx.rng.getrandbits(128), version=4)}"
+        return f"{prefix}-{self.new_uuid(ctx)}"
+
+    def new_uuid(self, ctx: Ctx) -> str:
+        """A UUID from the actor's random stream (`Uuid.randomUuid`: a consumer-protocol member
+        id made by the coordinator)."""
+        return str(uuid.UUID(int=ctx.rng.getrandbits(128), version=4))
 
     # ------------------------------------------------------------------ appends
 
@@ -183,7 +201,10 @@ class GroupManager:
             "broker_id": self.config.broker_id,
             "loaded_partitions": dict(sorted(self.owned.items())),
             "loading_partitions": sorted(self.loading),
-            "groups": {gid: group_snapshot(as_classic(g)) for gid, g in sorted(self.groups.items())},
+            "groups": {
+                gid: consumer_group_snapshot(g) if isinstance(g, ConsumerGroup) else group_snapshot(as_classic(g))
+                for gid, g in sorted(self.groups.items())
+            },
         }
 
 

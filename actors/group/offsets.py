@@ -13,6 +13,12 @@ partition whose commit is still in flight with UNSTABLE_OFFSET_COMMIT when the r
 `require_stable` (KIP-447); the response here has no per-partition error, so that partition is
 answered with its last applied offset: the pending commit is invisible.
 
+A commit to a consumer group (KIP-848) is checked by `epochs.offset_commit_error`: the member
+must be known (UNKNOWN_MEMBER_ID) and name its current member epoch in the generation field
+(STALE_MEMBER_EPOCH); epoch -1 from outside the group is stored only while it has no members.
+It does not count as a heartbeat. OffsetFetch answers a consumer group's offsets as a classic
+group's (OffsetFetch v9's member-epoch check is left out).
+
 Retention runs every `offsets.retention.check.interval.ms`: expired offsets (`rules.expired_offsets`)
 leave the cache and get tombstones (acks=0, as Kafka writes them), and an Empty group left with
 no offsets is removed (Dead), with a group tombstone if it ever had a generation.
@@ -21,6 +27,11 @@ no offsets is removed (Dead), with a group tombstone if it ever had a generation
 from __future__ import annotations
 
 from actors.core import Ctx, Inbound, Out
+from actors.group.consumer_group import ConsumerGroup
+from actors.group.consumer_protocol.epochs import CommitMember
+from actors.group.consumer_protocol.states import ConsumerGroupState
+from actors.group.consumer_protocol.epochs import offset_commit_error as consumer_commit_error
+from actors.group.consumer_records import group_tombstone as consumer_group_tombstone
 from actors.group.manager import GroupManager, PendingCommit, timer_key
 from actors.group.records import group_tombstone, offset_record, offset_tombstone
 from actors.group.rules import expired_offsets, offset_commit_error, store_offsets_error
@@ -51,8 +62,15 @@ def on_offset_commit(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req:
     ]
     instance = req.group_instance_id if m.config.profile.static_membership else None
     error = m.status_error(req.group_id, offsets_api=True)
+    consumer = m.consumer_group(req.group_id)
+    if error is E.NONE and consumer is not None:
+        members = {mm.member_id: CommitMember(mm.member_epoch) for mm in consumer.sorted_members()}
+        error = consumer_commit_error(members, req.member_id, req.generation_id)
+        if error is E.NONE:
+            _stage(m, ctx, out, inbound, req, consumer, offsets, consumer.state.value)
+            return
     group = m.classic_group(req.group_id)
-    if error is E.NONE:
+    if error is E.NONE and consumer is None:
         if group is None and req.generation_id < 0:
             group = m.create_classic_group(out, req.group_id, ctx.now_ms)  # a standalone group
         error = offset_commit_error(
@@ -64,6 +82,20 @@ def on_offset_commit(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req:
         return
     if group.state in (S.STABLE, S.PREPARING_REBALANCE):
         m.schedule_session(out, group, group.members[req.member_id])
+    _stage(m, ctx, out, inbound, req, group, offsets, group.state.value)
+
+
+def _stage(
+    m: GroupManager,
+    ctx: Ctx,
+    out: Out,
+    inbound: Inbound,
+    req: OffsetCommitRequest,
+    group: ClassicGroup | ConsumerGroup,
+    offsets: list[tuple[TopicPartition, int, int]],
+    state: str,
+) -> None:
+    """`prepareOffsetCommit`, then the append; its answer waits for the append."""
     if not offsets:
         _answer(out, inbound, req.group_id, req.member_id, req.generation_id, offsets, E.NONE)
         return  # nothing to write
@@ -71,9 +103,7 @@ def on_offset_commit(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req:
     for tp, offset, leader_epoch in offsets:
         values.append(offset_record(group.group_id, tp, offset, leader_epoch, ctx.now_ms))
         group.pending_offset_commits[tp] = (offset, leader_epoch, ctx.now_ms)
-    pending = PendingCommit(
-        group, inbound, req.member_id, req.generation_id, offsets, ctx.now_ms, group.state.value
-    )
+    pending = PendingCommit(group, inbound, req.member_id, req.generation_id, offsets, ctx.now_ms, state)
     m.append(out, group.group_id, tuple(values), pending)
 
 
@@ -82,7 +112,7 @@ def on_commit_appended(out: Out, commit: PendingCommit, append_error: ErrorCode,
     group = commit.group
     for tp, offset, leader_epoch in commit.offsets:
         staged = (offset, leader_epoch, commit.commit_ms)
-        if group.is_(S.DEAD):
+        if group.is_dead():
             continue
         if append_error is E.NONE and tp in group.pending_offset_commits:
             current = group.offsets.get(tp)
@@ -126,8 +156,8 @@ def on_offset_fetch(m: GroupManager, out: Out, inbound: Inbound, req: OffsetFetc
     if error is not E.NONE:
         out.reply(inbound, OffsetFetchResponse(error))
         return
-    group = m.classic_group(req.group_id)
-    committed = {} if group is None else group.offsets
+    group = m.groups.get(req.group_id)
+    committed = {} if group is None else group.offsets  # type: ignore[attr-defined]
     if req.topics:
         wanted = [(t.topic, t.partitions) for t in req.topics]
     else:
@@ -152,6 +182,9 @@ def on_retention_timer(m: GroupManager, ctx: Ctx, out: Out) -> None:
     """`cleanupGroupMetadata` over every loaded group, in group-id order."""
     config = m.config
     for group_id in sorted(m.groups):
+        if isinstance(m.groups[group_id], ConsumerGroup):
+            _consumer_group_retention(m, ctx, out, m.groups[group_id])  # type: ignore[arg-type]
+            continue
         group = as_classic(m.groups[group_id])
         expired = expired_offsets(
             group, ctx.now_ms, config.offsets_retention_ms, expire_when_empty=config.profile.offsets_expire_when_empty
@@ -173,3 +206,28 @@ def on_retention_timer(m: GroupManager, ctx: Ctx, out: Out) -> None:
 def _remove_group(m: GroupManager, ctx: Ctx, out: Out, group: ClassicGroup) -> None:
     group.transition_to(S.DEAD, out, ctx.now_ms)
     del m.groups[group.group_id]
+
+
+def _consumer_group_retention(m: GroupManager, ctx: Ctx, out: Out, group: ConsumerGroup) -> None:
+    """A consumer group's offsets expire the retention after their commit, except those of
+    topics a member subscribes to (`ConsumerGroup.offsetExpirationCondition`,
+    `isSubscribedToTopic`); an Empty group left with none is deleted."""
+    subscribed = group.subscribed_topics()
+    expired = [
+        tp
+        for tp, c in sorted(group.offsets.items())
+        if tp.topic not in subscribed
+        and tp not in group.pending_offset_commits
+        and ctx.now_ms - c.commit_ms >= m.config.offsets_retention_ms
+    ]
+    for tp in expired:
+        del group.offsets[tp]
+    tombstones = [offset_tombstone(group.group_id, tp) for tp in expired]
+    if expired:
+        out.emit("offsets_expired", group_id=group.group_id, partitions=[str(tp) for tp in expired])
+    if not group.m.members and not group.has_offsets() and group.group_id not in m.consumer_writes:
+        group.transition(out, ConsumerGroupState.DEAD, ctx.now_ms)
+        del m.groups[group.group_id]
+        tombstones.append(consumer_group_tombstone(group.group_id))
+    if tombstones:
+        m.append(out, group.group_id, tuple(tombstones), None)

@@ -27,7 +27,7 @@ offsets only comes back Empty with no protocol type (a standalone group).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from actors.group.state import ClassicGroup, CommittedOffset, GroupState, MemberMetadata
@@ -156,15 +156,18 @@ def _loaded_group(record: Mapping[str, Any]) -> ClassicGroup:
     return group
 
 
-def replay(batches: Iterable[RecordBatch]) -> dict[str, ClassicGroup]:
-    """The groups and offsets a partition's log holds, by group id."""
+def replay(batches: Iterable[RecordBatch], other: Callable[[Mapping[str, Any]], None] | None = None) -> dict[str, ClassicGroup]:
+    """The groups and offsets a partition's log holds, by group id; a record of another kind
+    (a consumer group's, `consumer_records`) goes to `other`."""
     groups: dict[str, Mapping[str, Any] | None] = {}
     offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
     for batch in batches:
         for value in batch.values:
             record = json.loads(value)
             kind, group_id = record["type"], record["group"]
-            if kind == "group":
+            if kind.startswith("cg_") and other is not None:
+                other(record)
+            elif kind == "group":
                 groups[group_id] = record
             elif kind == "group_tombstone":
                 groups[group_id] = None

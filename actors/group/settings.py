@@ -129,8 +129,10 @@ def rebalance_protocols(broker: dict[str, Any], profile: Profile) -> list[str]:
     return list(profile.defaults["group.coordinator.rebalance.protocols"] if given is None else given)
 
 
-def coordinator_config(broker_id: int, profile: Profile, settings: dict[str, Any]) -> GroupCoordinatorConfig:
-    """The coordinator of broker `broker_id`, from its checked section."""
+def coordinator_config(
+    broker_id: int, profile: Profile, settings: dict[str, Any], topics: tuple[dict[str, Any], ...] = ()
+) -> GroupCoordinatorConfig:
+    """The coordinator of broker `broker_id`, from its checked section and the scenario's topics."""
     return GroupCoordinatorConfig(
         broker_id,
         profile,
@@ -144,4 +146,9 @@ def coordinator_config(broker_id: int, profile: Profile, settings: dict[str, Any
         group_max_size=settings["group.max.size"],
         skip_assignment_for_static_leader=profile.version >= (3, 2, 0),  # KIP-814
         load_ms=settings["offsets.load.ms"],
+        rebalance_protocols=tuple(rebalance_protocols(settings, profile)),
+        consumer_heartbeat_interval_ms=settings["group.consumer.heartbeat.interval.ms"],
+        consumer_session_timeout_ms=settings["group.consumer.session.timeout.ms"],
+        consumer_assignors=tuple(settings["group.consumer.assignors"]),
+        topic_partitions=tuple(sorted((t["name"], t["partitions"]) for t in topics)),
     )

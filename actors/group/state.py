@@ -13,7 +13,7 @@ the leader leaves (`members.keys.headOption`) and "a joined member" when it did 
 (`members.find(_.isAwaitingJoin)`) follow hash order. Here both pick the lowest member id among
 the candidates, and every iteration that emits (responses, events) goes in member-id order.
 
-Left out: transactional offset commits, the KIP-848 consumer protocol.
+Left out: transactional offset commits. KIP-848's consumer groups are `consumer_group.py`.
 """
 
 from __future__ import annotations
@@ -186,6 +186,9 @@ class ClassicGroup:
     def is_(self, state: GroupState) -> bool:
         return self.state is state
 
+    def is_dead(self) -> bool:
+        return self.state is GroupState.DEAD
+
     def transition_to(self, target: GroupState, out: Out, now_ms: int) -> None:
         """`transitionTo`: check the table, move, stamp the time, log `group_state_changed`."""
         if self.state not in VALID_PREVIOUS_STATES[target]:
@@ -311,7 +314,7 @@ class ClassicGroup:
 
 def as_classic(group: Group) -> ClassicGroup:
     """`group` where only a classic group's rules apply (Kafka dispatches on `group.type()`
-    there). Classic is the only type yet: any other is a bug, not a request to refuse."""
+    there); the callers have set consumer groups aside, so any other type is a bug."""
     if not isinstance(group, ClassicGroup):
         msg = f"group {group.group_id} is a {group.group_type.value} group, not a classic one"
         raise TypeError(msg)

@@ -8,9 +8,8 @@ another member of the group holds it, assigned or pending revocation: a partitio
 coordinator (but for a static member's leave, epoch -2, which keeps it in the group), and on
 the consumer, whose assignments carry its epoch, until it is fenced (its partitions lost, its
 membership reset) or its process starts again.
-`commit_accepted_only_when_valid` for consumer groups: a coordinator accepts a commit only from
-a member at its current epoch (`ConsumerGroup.validateOffsetCommit`; a STALE_MEMBER_EPOCH
-otherwise), or from outside the group (epoch -1) while the group has no members.
+(Commits to a consumer group are checked by member epoch with the classic ones', in
+`sim.cluster.group_invariants`.)
 
 Each coordinator's view is its own: a coordinator that loads a group after a failover starts
 from what it loaded, and one that unloads it (the group goes Dead there) forgets it.
@@ -78,21 +77,6 @@ class ConsumerGroupInvariants:
     def _member_removed(self, e: Mapping[str, Any]) -> None:
         self._members.get((e["node"], e["group_id"]), {}).pop(e["member_id"], None)
 
-    def _commit_completed(self, e: Mapping[str, Any]) -> list[Violation]:
-        view = (e["node"], e["group_id"])
-        if e["error"] != "NONE" or view not in self.consumer_groups:
-            return []
-        members = self._members.get(view, {})
-        member, epoch = e["member_id"], e["generation_id"]
-        if member in members:
-            valid = members[member][0] == epoch
-        else:
-            valid = epoch < 0 and not members
-        if valid:
-            return []
-        detail = f"{e['group_id']} accepted a commit of {member or 'no member'} at epoch {epoch}"
-        return [Violation("commit_accepted_only_when_valid", e["ts_ms"], e["node"], detail)]
-
     # ------------------------------------------------------------------ the consumers' view
 
     def _started(self, e: Mapping[str, Any]) -> None:
@@ -122,7 +106,6 @@ _HANDLERS: dict[str, Any] = {
     "consumer_group_state_changed": ConsumerGroupInvariants._group_state,
     "consumer_member_changed": ConsumerGroupInvariants._member_changed,
     "consumer_member_removed": ConsumerGroupInvariants._member_removed,
-    "offset_commit_completed": ConsumerGroupInvariants._commit_completed,
     "consumer_started": ConsumerGroupInvariants._started,
     "member_reset": ConsumerGroupInvariants._fenced,
     "partitions_lost": ConsumerGroupInvariants._fenced,

@@ -21,8 +21,10 @@ threw that holder's claim away for its older generation (`owned_partitions_ignor
 `commit_accepted_only_when_valid`: a coordinator accepts a commit only as Kafka's
 `validateOffsetCommit` allows: from a member of the group's current generation while it is
 Stable or PreparingRebalance, or with generation -1 while the group is Empty: from 3.3
-(KAFKA-14201) whatever member id it names, before only with none. A consumer group's (KIP-848)
-commits are checked by member epoch instead, in `sim.cluster.consumer_group_invariants`.
+(KAFKA-14201) whatever member id it names, before only with none. In a KIP-848 consumer group
+(`ConsumerGroup.validateOffsetCommit`): from a member at the epoch it names (the one it had
+when the commit was validated: its current or, if it moved on before the commit was stored,
+its previous one), or with epoch -1 while the group has no members.
 """
 
 from __future__ import annotations
@@ -57,8 +59,8 @@ class GroupInvariants:
         self._committed: dict[Key, int] = {}
         self._reset: set[Key] = set()
         """Partitions a member reset since the group's last commit of them."""
-        self._consumer_groups: set[tuple[str, str]] = set()
-        """(coordinator node, group) of the consumer groups (KIP-848) each coordinator holds."""
+        self._consumer_groups: dict[str, dict[str, tuple[int, int]]] = {}
+        """KIP-848 consumer groups: member id -> (epoch, previous epoch)."""
 
     def __call__(self, event: Mapping[str, Any]) -> list[Violation]:
         handler = _HANDLERS.get(event["event"])
@@ -151,23 +153,26 @@ class GroupInvariants:
             for key in [k for k in self._generation_members if k[0] == group]:
                 del self._generation_members[key]
 
-    def _consumer_group_state(self, e: Mapping[str, Any]) -> None:
-        view = (e["node"], e["group_id"])
-        if e["state"] == "Dead":
-            self._consumer_groups.discard(view)
-        else:
-            self._consumer_groups.add(view)
-
     def _generation(self, e: Mapping[str, Any]) -> None:
         self._generation_members[(e["group_id"], e["generation_id"])] = set(e["members"])
+
+    def _consumer_group(self, e: Mapping[str, Any]) -> None:
+        members = self._consumer_groups.setdefault(e["group_id"], {})
+        if e["event"] == "consumer_member_changed":
+            members[e["member_id"]] = (e["member_epoch"], e["previous_member_epoch"])
+        elif e["event"] == "consumer_member_removed":
+            members.pop(e["member_id"], None)
+        elif e["state"] == "Dead":
+            del self._consumer_groups[e["group_id"]]
 
     def _commit_completed(self, e: Mapping[str, Any]) -> list[Violation]:
         if e["error"] != "NONE":
             return []
         found = []
         generation, member, state = e["generation_id"], e["member_id"], e["group_state"]
-        if (e["node"], e["group_id"]) in self._consumer_groups:
-            valid = True  # by member epoch: `ConsumerGroupInvariants`
+        consumer_group = self._consumer_groups.get(e["group_id"])
+        if consumer_group is not None:
+            valid = generation in consumer_group.get(member, ()) or (generation < 0 and not consumer_group)
         elif generation < 0 and state == "Empty" and self._unmanaged_commit_to_empty:
             valid = True
         elif generation >= 0 or member:
@@ -248,8 +253,10 @@ _HANDLERS: dict[str, Any] = {
     "group_member_removed": GroupInvariants._group_member,
     "group_state_changed": GroupInvariants._group_state,
     "generation_started": GroupInvariants._generation,
-    "consumer_group_state_changed": GroupInvariants._consumer_group_state,
     "offset_commit_completed": GroupInvariants._commit_completed,
+    "consumer_group_state_changed": GroupInvariants._consumer_group,
+    "consumer_member_changed": GroupInvariants._consumer_group,
+    "consumer_member_removed": GroupInvariants._consumer_group,
     "offsets_expired": GroupInvariants._removed,
     "group_offsets_deleted": GroupInvariants._removed,
     "group_deleted": GroupInvariants._removed,

@@ -129,7 +129,7 @@ def _kafka_nodes(scenario: Scenario, znodes: tuple[tuple[str, str, int], ...] = 
         )
         actors = [ActorSpec(BROKER_ACTOR, lambda c=config: Broker(c))]
         if groups:
-            coordinator = coordinator_config(b, scenario.profile, settings)
+            coordinator = coordinator_config(b, scenario.profile, settings, scenario.topics)
             actors.append(ActorSpec(GROUP_COORDINATOR_ACTOR, lambda c=coordinator: GroupCoordinator(c)))
         if zookeeper_mode:
             candidate = controller_config(b, scenario.profile, settings, config.address)

@@ -21,6 +21,7 @@ WORKERS = "tests/scenarios/test_workers.py"
 CLIENT = "tests/scenarios/test_client_rules.py"
 PAGE = "tests/report/test_page.py"
 SWEEP_PAGE = "tests/report/test_sweep_report.py"
+CG = "tests/scenarios/test_consumer_group_coordinator.py"
 
 
 @dataclass(frozen=True, slots=True)
@@ -1385,5 +1386,109 @@ MUTANTS: tuple[Mutant, ...] = (
         "        if r.revoked and self.config.app_commit.listener_commits:\n",
         "        if False:\n",
         ("tests/scenarios/test_consumer_protocol_client.py::test_the_listener_commits_the_revoked_partitions_at_the_next_poll",),
+    ),
+    Mutant(
+        "cg_partition_given_before_release",
+        "a partition goes to a new owner only once its previous owner released it (CurrentAssignmentBuilder, currentPartitionEpoch)",
+        "actors/group/consumer_heartbeat.py",
+        "    nxt = reconcile(current, target_epoch, target, group.partition_epoch, owned)\n",
+        "    nxt = reconcile(current, target_epoch, target, lambda t, p: -1, owned)\n",
+        (f"{CG}::test_two_members_join_uniform_and_the_second_waits_for_the_first_to_release",),
+    ),
+    Mutant(
+        "cg_heartbeat_bumps_group_epoch",
+        "only a join or a subscription change bumps the group epoch, not a heartbeat (hasMemberSubscriptionChanged)",
+        "actors/group/consumer_heartbeat.py",
+        "    if updated.subscribed_topics != member.subscribed_topics or is_new:\n",
+        "    if True:\n",
+        (f"{CG}::test_two_members_join_uniform_and_the_second_waits_for_the_first_to_release",),
+    ),
+    Mutant(
+        "cg_static_replacement_bumps_epoch",
+        "a static member replacing one that left with -2 keeps the group epoch and its target (replaceMember)",
+        "actors/group/consumer_heartbeat.py",
+        "    is_new = group.member(member_id) is None and static_old is None\n",
+        "    is_new = group.member(member_id) is None\n",
+        (f"{CG}::test_static_leave_keeps_the_assignment_and_a_new_instance_replaces_it",),
+    ),
+    Mutant(
+        "cg_static_rejoin_without_leave",
+        "a join with a live member's instance id is UNRELEASED_INSTANCE_ID (throwIfInstanceIdIsUnreleased)",
+        "actors/group/consumer_heartbeat.py",
+        "            if static.member_epoch != STATIC_LEAVE_EPOCH:\n",
+        "            if False:\n",
+        (f"{CG}::test_static_rejoin_before_the_old_member_left_is_unreleased_instance_id",),
+    ),
+    Mutant(
+        "cg_other_member_with_instance_id",
+        "a heartbeat from another member id with a static member's instance id is FENCED_INSTANCE_ID (throwIfInstanceIdIsFenced)",
+        "actors/group/consumer_heartbeat.py",
+        "        if static.member_id != member_id:\n            return E.FENCED_INSTANCE_ID\n        member = static\n",
+        "        member = static\n",
+        (f"{CG}::test_static_rejoin_before_the_old_member_left_is_unreleased_instance_id",),
+    ),
+    Mutant(
+        "cg_static_leave_removes_member",
+        "a static leave (-2) keeps the member and its assignment at epoch -2 (consumerGroupStaticMemberGroupLeave)",
+        "actors/group/consumer_heartbeat.py",
+        "    if req.member_epoch == STATIC_LEAVE_EPOCH:\n",
+        "    if False:\n",
+        (f"{CG}::test_static_leave_keeps_the_assignment_and_a_new_instance_replaces_it",),
+    ),
+    Mutant(
+        "cg_session_not_restarted",
+        "every successful heartbeat restarts the member's session timeout (scheduleConsumerGroupSessionTimeout)",
+        "actors/group/consumer_heartbeat.py",
+        "    out.set_timer(timer_key(\"cg-session\", group.group_id, member_id), m.config.consumer_session_timeout_ms)\n    group.refresh_state",
+        "    if is_new:\n        out.set_timer(timer_key(\"cg-session\", group.group_id, member_id), m.config.consumer_session_timeout_ms)\n    group.refresh_state",
+        (f"{CG}::test_session_timeout_fences_the_member_and_frees_its_partitions",),
+    ),
+    Mutant(
+        "cg_rebalance_timeout_ignores_epoch",
+        "the rebalance timeout is armed while a member revokes (maybeReconcile, scheduleConsumerGroupRebalanceTimeout)",
+        "actors/group/consumer_heartbeat.py",
+        "        out.set_timer(key, updated.rebalance_timeout_ms)\n",
+        "        pass\n",
+        (f"{CG}::test_rebalance_timeout_fences_a_member_that_does_not_revoke",),
+    ),
+    Mutant(
+        "cg_commit_epoch_unchecked",
+        "a consumer group's commit must name the member's current epoch (ConsumerGroup.validateOffsetCommit)",
+        "actors/group/offsets.py",
+        "        error = consumer_commit_error(members, req.member_id, req.generation_id)\n",
+        "        error = consumer_commit_error(members, req.member_id, members[req.member_id].member_epoch if req.member_id in members else req.generation_id)\n",
+        (f"{CG}::test_commit_needs_the_members_current_epoch",),
+    ),
+    Mutant(
+        "cg_lost_response_rule_dropped",
+        "a heartbeat at the previous epoch owning a subset of the assignment is accepted (throwIfConsumerGroupMemberEpochIsInvalid)",
+        "actors/group/consumer_heartbeat.py",
+        "    error = heartbeat_epoch_error(req.member_epoch, member.member_epoch, member.previous_member_epoch, owned, member.assigned)\n",
+        "    error = heartbeat_epoch_error(req.member_epoch, member.member_epoch, -99, owned, member.assigned)\n",
+        (f"{CG}::test_previous_epoch_with_owned_subset_is_accepted_else_fenced",),
+    ),
+    Mutant(
+        "cg_load_forgets_member_epochs",
+        "a new coordinator restores each member's epoch and assignment from the records (ConsumerGroupCurrentMemberAssignment)",
+        "actors/group/consumer_records.py",
+        "                if current is not None:\n",
+        "                if False:\n",
+        (f"{CG}::test_new_coordinator_loads_members_with_their_epochs",),
+    ),
+    Mutant(
+        "cg_assignment_always_answered",
+        "the answer carries the assignment only for a full request or when it changed (consumerGroupHeartbeat)",
+        "actors/group/consumer_heartbeat.py",
+        "_wire(updated.assigned) if full or updated.assigned != member.assigned else None",
+        "_wire(updated.assigned)",
+        (f"{CG}::test_two_members_join_uniform_and_the_second_waits_for_the_first_to_release",),
+    ),
+    Mutant(
+        "cg_failed_write_kept",
+        "a heartbeat whose records could not be written changes nothing (CoordinatorRuntime reverts to its last snapshot)",
+        "actors/group/consumer_heartbeat.py",
+        "        group.restore(pending.before)\n",
+        "        pass\n",
+        (f"{CG}::test_a_write_refused_for_want_of_replicas_changes_nothing",),
     ),
 )
