@@ -133,9 +133,6 @@ class Profile:
     consumer_group_protocol: bool
     """KIP-848 (3.7.0): the consumer's `group.protocol=consumer` and the broker's `consumer`
     rebalance protocol exist (early access in 3.7, preview in 3.8 and 3.9, GA in 4.0)."""
-    consumer_protocol_needs_kraft: bool
-    """3.7.0 to 3.9: a broker refuses `consumer` in `group.coordinator.rebalance.protocols`
-    unless it runs in KRaft mode (`KafkaConfig`); 4.0 has no ZooKeeper mode to refuse."""
     reject_classic_settings_under_consumer_protocol: bool
     """KAFKA-17338, KAFKA-18156 (4.0.0): with `group.protocol=consumer`, `ConsumerConfig`
     refuses `partition.assignment.strategy`, `heartbeat.interval.ms` and `session.timeout.ms`
@@ -211,7 +208,6 @@ class Profile:
             complete_after_whole_append=v >= (2, 7, 0),
             exponential_retry_backoff=v >= (3, 7, 0),
             consumer_group_protocol=v >= (3, 7, 0),
-            consumer_protocol_needs_kraft=v < (4, 0, 0),
             reject_classic_settings_under_consumer_protocol=v >= (4, 0, 0),
             older_generation_claims=not (2, 6, 0) <= v <= (3, 4, 0),
             subscription_generation_field=v >= (3, 4, 0),

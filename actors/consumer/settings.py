@@ -111,8 +111,7 @@ def check(consumer: dict[str, Any], profile: Profile) -> None:
 
 def check_group_protocol(consumer: dict[str, Any], profile: Profile, protocols: list[str]) -> None:
     """`group.protocol`, checked before the version's defaults are filled in (an unset key is
-    None), against the brokers' rebalance `protocols`. The consumer protocol's own path is not
-    modelled yet, so a consumer that passes every check of Kafka's is refused all the same."""
+    None), against the brokers' rebalance `protocols`."""
     if consumer["group.protocol"] != "consumer":
         return
     if not profile.consumer_group_protocol:
@@ -130,11 +129,6 @@ def check_group_protocol(consumer: dict[str, Any], profile: Profile, protocols: 
             "fatal to the consumer"
         )
         raise SettingError(msg)
-    msg = (
-        "group.protocol: 'consumer' is not modelled yet (the consumer protocol's coordinator and "
-        "ConsumerGroupHeartbeat are not built); use 'classic'"
-    )
-    raise SettingError(msg)
 
 
 def _check_strategy(strategy: list[str]) -> None:

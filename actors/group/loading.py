@@ -30,7 +30,7 @@ NOT_COORDINATOR since the partition is no longer owned.
 from __future__ import annotations
 
 from actors.core import Ctx, Out
-from actors.group.consumer_group import ConsumerGroup, announce
+from actors.group.consumer_group import ConsumerGroup, announce, member_changed
 from actors.group.consumer_protocol.states import ConsumerGroupState, MemberState
 from actors.group.consumer_records import ConsumerReplay
 from actors.group.manager import GroupManager, announce_group, timer_key
@@ -107,6 +107,7 @@ def _load_consumer_group(m: GroupManager, ctx: Ctx, out: Out, group: ConsumerGro
     group.refresh_state(Out(), ctx.now_ms)
     announce(out, group, None)
     for member in group.sorted_members():
+        member_changed(out, group.group_id, member)  # as loaded, so the log knows every member here
         out.set_timer(timer_key("cg-session", group.group_id, member.member_id), m.config.consumer_session_timeout_ms)
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             m.rebalance_epochs[(group.group_id, member.member_id)] = member.member_epoch

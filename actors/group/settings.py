@@ -106,12 +106,8 @@ def check(broker: dict[str, Any], profile: Profile) -> None:
     if "consumer" in protocols and not profile.consumer_group_protocol:
         msg = f"{key}: 'consumer' needs Kafka 3.7 or later (KIP-848; the version is {profile.name})"
         raise SettingError(msg)
-    if "consumer" in protocols and profile.consumer_protocol_needs_kraft:
-        msg = (
-            f"{key}: 'consumer' needs a KRaft cluster in Kafka {profile.name} (Kafka refuses it in "
-            "ZooKeeper mode, and the simulator's brokers run in ZooKeeper mode)"
-        )
-        raise SettingError(msg)
+    # 3.7 to 3.9 serve `consumer` only in a KRaft cluster (`KafkaConfig`). The simulator's
+    # brokers stand in for one here, as they do for 4.x, which has no ZooKeeper mode at all.
     assignors = broker["group.consumer.assignors"]
     if not assignors:
         msg = f"group.consumer.assignors: names no assignor (valid: {', '.join(CONSUMER_ASSIGNORS)})"

@@ -45,6 +45,9 @@ class GroupInvariants:
         self._unmanaged_commit_to_empty = version >= (3, 3, 0)
         """KAFKA-14201: generation -1 to an Empty group is valid whatever member id it names."""
         self._consumers: set[str] = set()
+        self._consumer_protocol: set[str] = set()
+        """Consumer nodes of the consumer protocol: their assignments carry member epochs, not
+        generations (`sim.cluster.consumer_group_invariants` checks those)."""
         self._cooperative: dict[str, bool] = {}
         """Per consumer node: whether its assignors make it rebalance COOPERATIVE."""
         self._holders: dict[tuple[str, str], dict[str, str]] = {}
@@ -59,8 +62,8 @@ class GroupInvariants:
         self._committed: dict[Key, int] = {}
         self._reset: set[Key] = set()
         """Partitions a member reset since the group's last commit of them."""
-        self._consumer_groups: dict[str, dict[str, tuple[int, int]]] = {}
-        """KIP-848 consumer groups: member id -> (epoch, previous epoch)."""
+        self._consumer_groups: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
+        """KIP-848 consumer groups, per (coordinator node, group): member id -> (epoch, previous epoch)."""
 
     def __call__(self, event: Mapping[str, Any]) -> list[Violation]:
         handler = _HANDLERS.get(event["event"])
@@ -70,8 +73,14 @@ class GroupInvariants:
 
     def _started(self, e: Mapping[str, Any]) -> None:
         self._consumers.add(e["node"])
-        # Only cooperative-sticky supports COOPERATIVE: the protocol is the one all support.
-        self._cooperative[e["node"]] = all(name == "cooperative-sticky" for name in e["assignment_strategy"])
+        # Only cooperative-sticky supports COOPERATIVE: the protocol is the one all support. The
+        # consumer protocol (KIP-848) is incremental too: a partition moves once released.
+        consumer_protocol = e.get("group_protocol") == "consumer"
+        self._cooperative[e["node"]] = consumer_protocol or all(name == "cooperative-sticky" for name in e["assignment_strategy"])
+        if consumer_protocol:
+            self._consumer_protocol.add(e["node"])
+        else:
+            self._consumer_protocol.discard(e["node"])
         self._drop_holds(e["node"])
 
     def _drop_holds(self, node: str, member_id: str | None = None) -> None:
@@ -112,6 +121,8 @@ class GroupInvariants:
         if e["node"] not in self._consumers:
             return []
         second = self._second_owner(e)
+        if e["node"] in self._consumer_protocol:
+            return second
         owners = self._owners.setdefault((e["group_id"], e["generation_id"]), {})
         found = []
         for tp in e["assignment"]:
@@ -127,11 +138,15 @@ class GroupInvariants:
                 )
         return found + second
 
+    def _drop_member_holds(self, e: Mapping[str, Any]) -> None:
+        """The coordinator removed the member: whoever still holds its partitions is a zombie."""
+        for holders in (h for (group, _), h in self._holders.items() if group == e["group_id"]):
+            for node in [n for n, member in holders.items() if member == e["member_id"]]:
+                del holders[node]
+
     def _group_member(self, e: Mapping[str, Any]) -> None:
         if e["event"] == "group_member_removed":
-            for holders in (h for (group, _), h in self._holders.items() if group == e["group_id"]):
-                for node in [n for n, member in holders.items() if member == e["member_id"]]:
-                    del holders[node]
+            self._drop_member_holds(e)
         if e["event"] == "group_member_added":
             # A loaded member, or a static member's new id, belongs to the current generation.
             self._generation_members.setdefault((e["group_id"], e["generation_id"]), set()).add(e["member_id"])
@@ -157,20 +172,22 @@ class GroupInvariants:
         self._generation_members[(e["group_id"], e["generation_id"])] = set(e["members"])
 
     def _consumer_group(self, e: Mapping[str, Any]) -> None:
-        members = self._consumer_groups.setdefault(e["group_id"], {})
+        view = (e["node"], e["group_id"])  # each coordinator's own: a failover loads its copy
+        members = self._consumer_groups.setdefault(view, {})
         if e["event"] == "consumer_member_changed":
             members[e["member_id"]] = (e["member_epoch"], e["previous_member_epoch"])
         elif e["event"] == "consumer_member_removed":
             members.pop(e["member_id"], None)
+            self._drop_member_holds(e)
         elif e["state"] == "Dead":
-            del self._consumer_groups[e["group_id"]]
+            del self._consumer_groups[view]
 
     def _commit_completed(self, e: Mapping[str, Any]) -> list[Violation]:
         if e["error"] != "NONE":
             return []
         found = []
         generation, member, state = e["generation_id"], e["member_id"], e["group_state"]
-        consumer_group = self._consumer_groups.get(e["group_id"])
+        consumer_group = self._consumer_groups.get((e["node"], e["group_id"]))
         if consumer_group is not None:
             valid = generation in consumer_group.get(member, ()) or (generation < 0 and not consumer_group)
         elif generation < 0 and state == "Empty" and self._unmanaged_commit_to_empty:

@@ -1165,14 +1165,6 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/unit/test_group_protocol_settings.py::test_the_4x_profiles_turn_the_consumer_protocol_on_in_brokers",),
     ),
     Mutant(
-        "kip848_consumer_protocol_on_zookeeper_brokers",
-        "before 4.0 a broker refuses the consumer rebalance protocol outside KRaft (KafkaConfig)",
-        "actors/group/settings.py",
-        '    if "consumer" in protocols and profile.consumer_protocol_needs_kraft:',
-        "    if False:",
-        ("tests/unit/test_group_protocol_settings.py::test_the_coordinators_keys_are_checked_as_kafka_checks_them",),
-    ),
-    Mutant(
         "kafka_14639_older_claims_kept",
         "2.6.0 to 3.4.0 the sticky assignors count only the highest generation's claims (KAFKA-14639, fixed in 3.4.1)",
         "actors/profiles.py",

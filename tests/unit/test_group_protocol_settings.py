@@ -57,10 +57,10 @@ def test_the_4x_profiles_turn_the_consumer_protocol_on_in_brokers(version: str, 
 
 def test_the_profiles_flags_by_version() -> None:
     flags = [
-        (p.consumer_group_protocol, p.consumer_protocol_needs_kraft, p.reject_classic_settings_under_consumer_protocol)
+        (p.consumer_group_protocol, p.reject_classic_settings_under_consumer_protocol)
         for p in map(Profile.for_version, ("3.6.2", "3.7", "3.9", "4.0", "4.1.1"))
     ]
-    assert flags == [(False, True, False), (True, True, False), (True, True, False), (True, False, True), (True, False, True)]
+    assert flags == [(False, False), (True, False), (True, False), (True, True), (True, True)]
 
 
 @pytest.mark.parametrize(
@@ -101,13 +101,6 @@ def test_the_profiles_flags_by_version() -> None:
             "group.coordinator.rebalance.protocols ['classic'] lack it: Kafka answers "
             "ConsumerGroupHeartbeat UNSUPPORTED_VERSION, fatal to the consumer",
         ),
-        (
-            "4.0",
-            "",
-            "",
-            "s.toml: [[consumers]] #1: group.protocol: 'consumer' is not modelled yet (the consumer "
-            "protocol's coordinator and ConsumerGroupHeartbeat are not built); use 'classic'",
-        ),
     ],
 )
 def test_a_consumer_protocol_consumer_is_one_line(version: str, broker: str, consumer: str, expected: str) -> None:
@@ -117,12 +110,6 @@ def test_a_consumer_protocol_consumer_is_one_line(version: str, broker: str, con
 @pytest.mark.parametrize(
     ("version", "broker", "expected"),
     [
-        (
-            "3.9",
-            '"group.coordinator.rebalance.protocols" = "classic,consumer"',
-            "s.toml: [broker]: group.coordinator.rebalance.protocols: 'consumer' needs a KRaft cluster in "
-            "Kafka 3.9 (Kafka refuses it in ZooKeeper mode, and the simulator's brokers run in ZooKeeper mode)",
-        ),
         (
             "3.6",
             '"group.coordinator.rebalance.protocols" = "classic,consumer"',
@@ -179,3 +166,15 @@ def test_the_coordinators_keys_are_checked_as_kafka_checks_them(version: str, br
 def test_classic_consumers_on_4x_may_set_the_classic_keys() -> None:
     scenario = _parse("4.1", consumer='group.protocol = "classic"\nsession.timeout.ms = 30000')
     assert scenario.consumers[0]["session.timeout.ms"] == 30000
+
+
+@pytest.mark.parametrize(
+    ("version", "broker"),
+    [("3.7", '"group.coordinator.rebalance.protocols" = "classic,consumer"'), ("3.9", '"group.coordinator.rebalance.protocols" = "classic,consumer"'), ("4.0", "")],
+)
+def test_a_consumer_protocol_consumer_runs_where_its_brokers_serve_it(version: str, broker: str) -> None:
+    """3.7 to 3.9 serve the consumer protocol when the brokers' rebalance protocols name it (the
+    simulated brokers stand in for the KRaft cluster Kafka needs then); 4.0 serves it by default."""
+    scenario = _parse(version, broker, 'group.protocol = "consumer"\ngroup.remote.assignor = "range"')
+    assert (scenario.consumers[0]["group.protocol"], scenario.consumers[0]["group.remote.assignor"]) == ("consumer", "range")
+    assert "consumer" in scenario.get("broker", "group.coordinator.rebalance.protocols")
