@@ -19,11 +19,13 @@ The rules (Kafka's at-least-once delivery, as the summary's `duplicates_by_cause
   | `group_member_removed` of its member for `session_timeout` | `expelled_session_timeout` |
   | `group_member_removed` of its member for `not_rejoined` (the rebalance timeout is `max.poll.interval.ms`) | `poll_interval_exceeded` |
   | `group_member_removed` of its member for `replaced` (another process took its `group.instance.id`) | `commit_failed_or_fenced` |
+  | `consumer_member_removed` (the consumer protocol's coordinator) of its member for `session_timeout`, `rebalance_timeout` (it did not give up its revoked partitions within its `max.poll.interval.ms`) or `replaced` | as the three rows above |
   | `poll_timeout_expired` on the consumer (static member: no rebalance) | `poll_interval_exceeded` (`static_poll_timeout_self_replay`) |
   | `partitions_assigned` of the partition to another member of the group in a generation whose leader logged `owned_partitions_ignored` for this member and partition, in 2.6.0 to 3.4.0 | `kafka_14639` |
   | `partitions_assigned` of the partition to another member of the group (it had not rejoined) | `poll_interval_exceeded` |
   | `partitions_revoked` or `partitions_lost` for `unsubscribe` | `unsubscribe_without_commit` |
   | `partitions_revoked` for an eager `rebalance` with auto-commit, in 3.2.0 or 3.2.1 to 3.2.2 | `kafka_14024`, `kafka_14196` |
+  | `partitions_revoked` for a consumer-protocol `reconciliation` with auto-commit, in 3.7 to 3.9 (the commit went before the partitions were marked pending revocation) | `kafka_16460` |
   | `partitions_revoked` for `cooperative` of a partition named by that generation's `owned_partitions_ignored` for the member, in 2.6.0 to 3.4.0 | `kafka_14639` |
   | a revocation or loss after the member's last commit failed for its coordinator (moved, unknown or unreachable) | `coordinator_failover` |
   | a revocation or loss after the member's last commit failed otherwise (rejected, fenced, refused in the client) | `commit_failed_or_fenced` |
@@ -64,11 +66,22 @@ partition moved or is loading, and the client's when its connection failed
 (`ConsumerCoordinator.OffsetCommitResponseHandler`, `markCoordinatorUnknown`)."""
 
 
-REMOVALS = {"session_timeout": "expelled_session_timeout", "not_rejoined": "poll_interval_exceeded", "replaced": "commit_failed_or_fenced"}
+REMOVALS = {
+    "session_timeout": "expelled_session_timeout",
+    "not_rejoined": "poll_interval_exceeded",
+    "rebalance_timeout": "poll_interval_exceeded",
+    "replaced": "commit_failed_or_fenced",
+}
 """A coordinator's removal of a member that still holds partitions: its session expired, or it
-did not rejoin within the rebalance timeout, which is its `max.poll.interval.ms` (a dynamic
-member whose processing outlasted it; static members are not removed so), or another process
-took its `group.instance.id` and fenced it (`FENCED_INSTANCE_ID`, KIP-345)."""
+did not rejoin within the rebalance timeout (classic), or did not release its revoked
+partitions within it (the consumer protocol), which is its `max.poll.interval.ms` (a dynamic
+member whose processing outlasted it; static members are not removed so by the classic
+coordinator), or another process took its `group.instance.id` and fenced it
+(`FENCED_INSTANCE_ID`, KIP-345)."""
+
+RECONCILE_BUG = ((3, 7, 0), (3, 9, 9))
+"""The releases whose consumer-protocol client commits before marking the revoked partitions
+pending revocation (KAFKA-16460, fixed in 4.0)."""
 
 JOIN_PREPARE_BUGS = {(3, 2, 0): "kafka_14024", (3, 2, 1): "kafka_14196", (3, 2, 2): "kafka_14196"}
 """Releases whose eager pre-rebalance auto-commit has a bug (KAFKA-13310 made it asynchronous
@@ -129,6 +142,8 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
     result = Recount()
     bug: str | None = None
     """The run's version bug of the eager pre-rebalance auto-commit, from `run_started`."""
+    reconcile_bug = False
+    """Whether the run's consumer-protocol client has KAFKA-16460."""
     claims_bug = False
     """Whether the run's version throws away older generations' claims (KAFKA-14639)."""
     thrown_away: set[tuple[str, int, str, str]] = set()
@@ -142,6 +157,7 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
         if name == "run_started":
             bug = JOIN_PREPARE_BUGS.get(_release(e["kafka_version"]))
             claims_bug = OLDER_CLAIMS_IGNORED[0] <= _release(e["kafka_version"]) <= OLDER_CLAIMS_IGNORED[1]
+            reconcile_bug = RECONCILE_BUG[0] <= _release(e["kafka_version"]) <= RECONCILE_BUG[1]
             continue
         if name == "owned_partitions_ignored":
             thrown_away.update((e["group_id"], e["generation_id"], e["owner"], tp) for tp in e["partitions"])
@@ -172,7 +188,7 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
                 if c.group == e["group_id"]:
                     _end_all((h for h in c.holds.values() if h.member_id not in e["members"]), "coordinator_failover")
             continue
-        if name == "group_member_removed":
+        if name in ("group_member_removed", "consumer_member_removed"):
             label = REMOVALS.get(e["reason"])
             if label is not None:
                 for c in consumers.values():
@@ -192,6 +208,8 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
                         _end_all((held,), "kafka_14639" if lost_claim else "poll_interval_exceeded")
         elif name in ("partitions_revoked", "partitions_lost"):
             label = _release_label(consumer, name, e["reason"], bug)
+            if reconcile_bug and name == "partitions_revoked" and e["reason"] == "reconciliation" and consumer.auto_commit:
+                label = "kafka_16460" if label != "unsubscribe_without_commit" else label
             for tp in e["partitions"]:
                 hold = consumer.holds.pop(tp, None)
                 if hold is None:

@@ -30,7 +30,7 @@ from sim.cluster.scenario import parse_scenario
 from sim.engine.kernel import HostKind
 from sim.studies.runner import run_scenario
 
-__all__ = ["COMMITS", "GroupRun", "commit_of", "examples", "plan", "run"]
+__all__ = ["COMMITS", "PROTOCOLS", "GroupRun", "commit_of", "examples", "plan", "protocol_plan", "run"]
 
 BASE = """
 [run]
@@ -150,6 +150,34 @@ def plan(seed: int) -> str:
     return text + "".join(_fault(rng, at) for at in times)
 
 
+PROTOCOLS = ("eager", "cooperative", "static", "consumer")
+"""The rebalance protocols the protocol swarm compares, all on Kafka 4.0: eager range,
+cooperative-sticky, static members with range, and KIP-848's consumer protocol."""
+_PROTOCOL_LINES = {
+    "eager": '"partition.assignment.strategy" = ["range"]\n',
+    "cooperative": '"partition.assignment.strategy" = ["cooperative-sticky"]\n',
+    "static": '"partition.assignment.strategy" = ["range"]\n"group.instance.id" = "instance"\n',
+    "consumer": '"group.protocol" = "consumer"\n',
+}
+_CLASSIC_ONLY = ('"session.timeout.ms" = 3000\n', '"heartbeat.interval.ms" = 1000\n')
+"""Keys 4.0 refuses beside `group.protocol = "consumer"`: its coordinator sets both (the
+broker's `group.consumer.session.timeout.ms` and `group.consumer.heartbeat.interval.ms`)."""
+
+
+def protocol_plan(seed: int, protocol: str) -> str:
+    """The seed's scenario on Kafka 4.0 under `protocol`: the same commits and faults as every
+    other protocol draws for this seed, the group's assignment as the protocol has it."""
+    rng = random.Random(seed)
+    commit, auto = rng.choice(COMMITS)
+    base = BASE.replace('[network]', '[kafka]\nversion = "4.0"\n[network]', 1)
+    if protocol == "consumer":
+        for line in _CLASSIC_ONLY:
+            base = base.replace(line, "", 1)
+    text = base + f'commit = "{commit}"\n"enable.auto.commit" = {str(auto).lower()}\n' + _PROTOCOL_LINES[protocol]
+    times = sorted(rng.randint(1500, 9000) for _ in range(rng.randint(3, 6)))
+    return text + "".join(_fault(rng, at) for at in times)
+
+
 def commit_of(seed: int) -> tuple[str, bool]:
     """The seed's (what the application commits, enable.auto.commit), as `plan` draws them."""
     return random.Random(seed).choice(COMMITS)
@@ -161,8 +189,10 @@ class GroupRun:
     summary: dict[str, Any]
 
 
-def run(seed: int, out_dir: Path) -> GroupRun:
-    """Run the seed's scenario into `out_dir` with the real runner (events.jsonl, summary.json)."""
-    scenario = parse_scenario(plan(seed), "group-swarm", [f"run.seed={seed}"])
+def run(seed: int, out_dir: Path, protocol: str | None = None) -> GroupRun:
+    """Run the seed's scenario (`plan`, or with a `protocol` `protocol_plan`) into `out_dir`
+    with the real runner (events.jsonl, summary.json)."""
+    text = plan(seed) if protocol is None else protocol_plan(seed, protocol)
+    scenario = parse_scenario(text, "group-swarm", [f"run.seed={seed}"])
     summary = run_scenario(scenario, out_dir, host=HostKind.DIRECT)
     return GroupRun(out_dir, summary)
