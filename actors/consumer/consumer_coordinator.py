@@ -6,9 +6,11 @@ What it models of the Java consumer:
   for a SyncGroup answered since; then, only if the coordinator is known and no rebalance is in
   flight, the periodic auto-commit of the positions (the *previous* polls' records);
 - `onJoinPrepare`: the pre-rebalance auto-commit, by version (`JoinPrepareCommit`: synchronous
-  up to 3.1, not awaited in 3.2.0, awaited from 3.2.1, with EAGER's partitions pending
-  revocation from 3.2.3), then the revocation (EAGER: every partition; COOPERATIVE: none, the
-  topics do not change); a member out of its generation reports its partitions lost instead;
+  up to 3.1; in 3.2.0 sent at every call, which joins only if it is complete at once, so a
+  COOPERATIVE member with positions never rejoins, KAFKA-14024; awaited from 3.2.1, with
+  EAGER's partitions pending revocation from 3.2.3), then the revocation (EAGER: every
+  partition; COOPERATIVE: none, the topics do not change); a member out of its generation
+  reports its partitions lost instead;
 - the leader runs the group's chosen assignor at once on the JoinGroup answer
   (`onLeaderElected`); a member's subscription carries its owned partitions (COOPERATIVE) or
   its last assignment for the sticky assignors (Kafka's `userData`);

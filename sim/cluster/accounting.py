@@ -78,8 +78,9 @@ commits are answered FENCED_INSTANCE_ID), and a crash or poll timeout that came 
 its own label."""
 _JOIN_PREPARE_BUGS = {JoinPrepareCommit.ASYNC_NOT_AWAITED: "kafka_14024", JoinPrepareCommit.ASYNC_AWAITED: "kafka_14196"}
 """The version bugs of the pre-rebalance auto-commit: 3.2.0 sends it and does not wait for it
-(a failure is never retried), and 3.2.1 and 3.2.2 wait for it while polls go on returning
-records of the partitions about to be revoked."""
+(a failure is never retried; a cooperative member sends it at every poll and never rejoins),
+and 3.2.1 and 3.2.2 wait for it while polls go on returning records of the partitions about
+to be revoked."""
 LISTENER_COMMITS = ("on_revoke", "processed")
 """The `commit` settings whose `onPartitionsRevoked` commits the revoked partitions."""
 _TWO_HOLDERS = "unexplained"
