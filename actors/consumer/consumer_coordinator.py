@@ -6,9 +6,11 @@ What it models of the Java consumer:
   for a SyncGroup answered since; then, only if the coordinator is known and no rebalance is in
   flight, the periodic auto-commit of the positions (the *previous* polls' records);
 - `onJoinPrepare`: the pre-rebalance auto-commit, by version (`JoinPrepareCommit`: synchronous
-  up to 3.1, not awaited in 3.2.0, awaited from 3.2.1, with EAGER's partitions pending
-  revocation from 3.2.3), then the revocation (EAGER: every partition; COOPERATIVE: none, the
-  topics do not change); a member out of its generation reports its partitions lost instead;
+  up to 3.1; in 3.2.0 sent at every call, which joins only if it is complete at once, so a
+  COOPERATIVE member with positions never rejoins, KAFKA-14024; awaited from 3.2.1, with
+  EAGER's partitions pending revocation from 3.2.3), then the revocation (EAGER: every
+  partition; COOPERATIVE: none, the topics do not change); a member out of its generation
+  reports its partitions lost instead;
 - the leader runs the group's chosen assignor at once on the JoinGroup answer
   (`onLeaderElected`); a member's subscription carries its owned partitions (COOPERATIVE) or
   its last assignment for the sticky assignors (Kafka's `userData`);
@@ -73,6 +75,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         self.join_prepare_started_ms = 0
         """When this rebalance's pre-rebalance commit was first sent: `joinPrepareTimer`, one per
         rebalance, bounds the wait for it by the rebalance timeout, retries included."""
+        self.join_prepare_complete = False
+        """3.2.0: whether the commit this `onJoinPrepare` call sent was complete at once."""
 
     def poll(self, out: Out) -> None:
         """`ConsumerCoordinator.poll` with `waitForJoinGroup = false`."""
@@ -109,6 +113,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         change). False while a commit it waits for is in flight."""
         m, cfg, commits, now = self.member, self.config, self.commits, self.clock.now_ms
         owned = self.subscriptions.owned()
+        if cfg.enable_auto_commit and m.generation_valid and cfg.join_prepare_commit is JoinPrepareCommit.ASYNC_NOT_AWAITED:
+            return self._join_prepare_not_awaited(out, owned)
         if cfg.enable_auto_commit and owned and not self.join_prepare_revoked:
             if not m.generation_valid:
                 # Out of its generation (a poll timeout, a fencing error): the commit fails in
@@ -123,8 +129,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                     self.subscriptions.mark_pending_revocation(owned)
                 commits.join_prepare_commit = commits.commit_offsets_async(out, CommitKind.JOIN_PREPARE, self.subscriptions.all_consumed())
                 self.join_prepare_started_ms = now
-                if mode is not JoinPrepareCommit.ASYNC_NOT_AWAITED:
-                    return False
+                return False
             elif cfg.join_prepare_commit is not JoinPrepareCommit.SYNC and now - self.join_prepare_started_ms < cfg.max_poll_interval_ms:
                 # A synchronous commit was waited for, retries and all. An asynchronous one is
                 # waited for and sent again after a retriable failure until the rebalance
@@ -140,6 +145,31 @@ class ConsumerCoordinator(AbstractCoordinator):
         commits.join_prepare_commit = None
         self.join_prepare_revoked = False
         return True
+
+    def _join_prepare_not_awaited(self, out: Out, owned: list[TopicPartition]) -> bool:
+        """3.2.0 (KAFKA-13310): every call sends the positions again, asynchronously, and goes
+        on to JoinGroup only if that very commit is already complete: nothing to commit, or
+        refused in the client (not retriable). An OffsetCommit sent to the coordinator is never
+        answered within the call, so the call returns false whenever the member still has
+        positions to commit. EAGER revokes everything in the first call and joins in the next,
+        its commit of nothing complete at once, the first commit's outcome never looked at;
+        COOPERATIVE revokes nothing and sends its commit again at every `poll()` without ever
+        sending JoinGroup (KAFKA-14024) until the coordinator drops it at the rebalance timeout
+        and its generation is reset."""
+        commits = self.commits
+        if commits.revoke_commit is None:
+            # Not a return to this call after its listener's commitSync was answered.
+            offsets = self.subscriptions.all_consumed()
+            self.join_prepare_complete = not offsets
+            if offsets:
+                # Complete at once only when it is not sent: out of a stable generation it fails
+                # in the client (not retriable), and with no coordinator known no future exists.
+                self.join_prepare_complete = self.generation_if_stable() is None or self.member.coordinator is None
+                commits.commit_offsets_async(out, CommitKind.JOIN_PREPARE, offsets)
+        if not self._revoke_for_join(out, owned):
+            return False
+        self.join_prepare_revoked = False
+        return self.join_prepare_complete
 
     def _revoke_for_join(self, out: Out, owned: list[TopicPartition]) -> bool:
         """The revocation step of `onJoinPrepare`; with `commit = on_revoke` the listener's

@@ -108,6 +108,19 @@ def _join_prepare_bugs(events: DataFrame) -> DataFrame:
     return events.where(F.col("event") == "run_started").select("run", bug.alias("bug"), reconcile_bug.alias("reconcile_bug"))
 
 
+def _stuck_in_join_prepare(events: DataFrame) -> DataFrame:
+    """(run, group, member, generation) of each pre-rebalance auto-commit in a 3.2.0 run: its
+    `onJoinPrepare` sends the commit at every poll and goes on to JoinGroup only once nothing
+    is left to commit, so a member removed for not rejoining after one never sent JoinGroup."""
+    in_3_2_0 = _join_prepare_bugs(events).where(F.col("bug") == "kafka_14024").select("run")
+    return (
+        events.where((F.col("event") == "offset_commit_sent") & (F.col("kind") == "join_prepare"))
+        .join(F.broadcast(in_3_2_0), "run")
+        .select("run", "group_id", "member_id", "generation_id", F.lit(True).alias("stuck"))
+        .distinct()
+    )
+
+
 def _release_label() -> Column:
     """A revocation's or loss's label: the first row of the table that holds."""
     revoked_plain = (F.col("event") == "partitions_revoked") & ~F.col("listener")
@@ -262,9 +275,17 @@ def _hold_labels(t: DataFrame, events: DataFrame, consumers: DataFrame, thrown_a
     removal = F.lit(None).cast("string")
     for reason, label in REMOVALS.items():
         removal = F.when(F.col("reason") == reason, label).otherwise(removal)
-    removed = events.where(F.col("event").isin(*REMOVAL_EVENTS)).select(
-        "run", "ln", "group_id", "member_id", removal.alias("label")
-    ).where(F.col("label").isNotNull()).alias("e")
+    # 3.2.0: a member removed for not rejoining after a pre-rebalance commit in that generation
+    # was stuck sending it again at every poll (KAFKA-14024).
+    removal = F.when((F.col("reason") == "not_rejoined") & F.col("stuck").isNotNull(), "kafka_14024").otherwise(removal)
+    member = ["run", "group_id", "member_id", "generation_id"]
+    removed = (
+        events.where(F.col("event").isin(*REMOVAL_EVENTS))
+        .join(F.broadcast(_stuck_in_join_prepare(events)), member, "left")
+        .select("run", "ln", "group_id", "member_id", removal.alias("label"))
+        .where(F.col("label").isNotNull())
+        .alias("e")
+    )
     generations = events.where(F.col("event") == "generation_started").select("run", "ln", "group_id", "members").alias("e")
     # Another member assigned the partition while this hold lasts: its member had not rejoined.
     names = F.explode(F.from_json("partitions", ArrayType(StringType()))).alias("tp")

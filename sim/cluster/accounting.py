@@ -17,6 +17,7 @@ processing) and the duplicate takes the label that made it one:
 | its node crashed | `crash_before_commit` |
 | the coordinator removed it for its session | `expelled_session_timeout` |
 | a poll timeout (dynamic member; LeaveGroup) | `poll_interval_exceeded` |
+| the coordinator removed it for not rejoining within the rebalance timeout, in 3.2.0 with auto-commit after a pre-rebalance commit in that generation (its `onJoinPrepare` sent the commit again at every poll and never JoinGroup, KAFKA-14024) | `kafka_14024` |
 | the coordinator removed it for not rejoining within the rebalance timeout (its `max.poll.interval.ms`), or (the consumer protocol) for not giving up its revoked partitions within it | `poll_interval_exceeded` |
 | another member was assigned the partition while it held it, its claim on it thrown away for its older generation (`owned_partitions_ignored`, 2.6.0 to 3.4.0) | `kafka_14639` |
 | another member was assigned the partition while it held it, not having rejoined (a static member the rebalance kept without it) | `poll_interval_exceeded` |
@@ -83,8 +84,9 @@ _RECONCILE_BUG_VERSIONS = ((3, 7, 0), (4, 0, 0))
 pending revocation from 3.7 (its first release) until 4.0."""
 _JOIN_PREPARE_BUGS = {JoinPrepareCommit.ASYNC_NOT_AWAITED: "kafka_14024", JoinPrepareCommit.ASYNC_AWAITED: "kafka_14196"}
 """The version bugs of the pre-rebalance auto-commit: 3.2.0 sends it and does not wait for it
-(a failure is never retried), and 3.2.1 and 3.2.2 wait for it while polls go on returning
-records of the partitions about to be revoked."""
+(a failure is never retried; a cooperative member sends it at every poll and never rejoins),
+and 3.2.1 and 3.2.2 wait for it while polls go on returning records of the partitions about
+to be revoked."""
 LISTENER_COMMITS = ("on_revoke", "processed")
 """The `commit` settings whose `onPartitionsRevoked` commits the revoked partitions."""
 _TWO_HOLDERS = "unexplained"
@@ -120,6 +122,9 @@ class GroupAccounting:
         """Per group, the offsets an operator's reset is committing now."""
         self._admin_deleted: set[tuple[str, str]] = set()
         """Committed offsets an operator deleted, until the group commits again."""
+        self._stuck_in_join_prepare: set[tuple[str, str, int]] = set()
+        """(group, member, generation) of each pre-rebalance commit in 3.2.0: a member removed
+        for not rejoining after one was stuck in `onJoinPrepare` (KAFKA-14024)."""
         self._ignored: dict[tuple[str, int, str], set[str]] = {}
         """(group, generation, member) -> the partitions whose claim the leader's assignor threw
         away in that generation for the member's older one (KAFKA-14639)."""
@@ -236,6 +241,8 @@ class GroupAccounting:
         label = _REMOVALS.get(e["reason"])
         if label is None:
             return
+        if e["reason"] == "not_rejoined" and (e["group_id"], e["member_id"], e["generation_id"]) in self._stuck_in_join_prepare:
+            label = "kafka_14024"
         for member in self._members.values():
             if member.group == e["group_id"]:
                 for hold in member.holds.values():
@@ -244,6 +251,10 @@ class GroupAccounting:
 
     def _failed(self, e: Mapping[str, Any]) -> None:
         self.consumer_failures.append({"node": e["node"], "ts_ms": e["ts_ms"], "error": e["error"]})
+
+    def _commit_sent(self, e: Mapping[str, Any]) -> None:
+        if e["kind"] == "join_prepare" and self._join_prepare_bug == "kafka_14024":
+            self._stuck_in_join_prepare.add((e["group_id"], e["member_id"], e["generation_id"]))
 
     def _commit_answered(self, e: Mapping[str, Any]) -> None:
         member = self._members.get(e["node"])
@@ -373,6 +384,7 @@ _HANDLERS: dict[str, Any] = {
     "offsets_expired": GroupAccounting._offsets_expired,
     "group_offsets_deleted": GroupAccounting._offsets_deleted,
     "group_deleted": GroupAccounting._offsets_deleted,
+    "offset_commit_sent": GroupAccounting._commit_sent,
     "offset_commit_answered": GroupAccounting._commit_answered,
     "fetch_position_set": GroupAccounting._position_set,
     "generation_started": GroupAccounting._generation,

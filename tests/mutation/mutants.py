@@ -1483,4 +1483,33 @@ MUTANTS: tuple[Mutant, ...] = (
         "        pass\n",
         (f"{CG}::test_a_write_refused_for_want_of_replicas_changes_nothing",),
     ),
+    Mutant(
+        "kafka_14024_cooperative_joins_without_its_commit",
+        "3.2.0's onJoinPrepare goes on to JoinGroup only when the commit it just sent is complete at once "
+        "(ConsumerCoordinator.onJoinPrepare, KAFKA-13310; a cooperative member never rejoins, KAFKA-14024)",
+        "actors/consumer/consumer_coordinator.py",
+        "        return self.join_prepare_complete\n",
+        "        return True\n",
+        (
+            "tests/scenarios/test_cooperative_versions.py::test_kafka_14024_a_cooperative_member_commits_at_every_poll_and_never_rejoins",
+            "tests/scenarios/test_cooperative_versions.py::test_in_3_2_0_an_eager_member_joins_at_the_call_after_its_revocation",
+        ),
+    ),
+    Mutant(
+        "kafka_14024_removal_is_a_poll_timeout",
+        "a 3.2.0 member removed for not rejoining after a pre-rebalance commit in that generation was stuck in "
+        "onJoinPrepare: its duplicates are kafka_14024 (sim/cluster/accounting.py)",
+        "sim/cluster/accounting.py",
+        '            label = "kafka_14024"\n',
+        "            pass\n",
+        ("tests/scenarios/test_cooperative_versions.py::test_kafka_14024_a_cooperative_member_commits_at_every_poll_and_never_rejoins",),
+    ),
+    Mutant(
+        "spark_kafka_14024_removal_is_a_poll_timeout",
+        "Spark labels a 3.2.0 member removed for not rejoining after a pre-rebalance commit in that generation kafka_14024",
+        "sim/analytics/duplicates.py",
+        '    removal = F.when((F.col("reason") == "not_rejoined") & F.col("stuck").isNotNull(), "kafka_14024").otherwise(removal)\n',
+        "",
+        ("tests/scenarios/test_cooperative_versions.py::test_spark_labels_kafka_14024_as_the_summary_does",),
+    ),
 )

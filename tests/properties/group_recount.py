@@ -17,6 +17,7 @@ The rules (Kafka's at-least-once delivery, as the summary's `duplicates_by_cause
   | --- | --- |
   | `node_crashed` of the consumer's node | `crash_before_commit` |
   | `group_member_removed` of its member for `session_timeout` | `expelled_session_timeout` |
+  | `group_member_removed` of its member for `not_rejoined` in 3.2.0, after the consumer's `join_prepare` commit in that member id and generation (stuck re-sending it, KAFKA-14024) | `kafka_14024` |
   | `group_member_removed` of its member for `not_rejoined` (the rebalance timeout is `max.poll.interval.ms`) | `poll_interval_exceeded` |
   | `group_member_removed` of its member for `replaced` (another process took its `group.instance.id`) | `commit_failed_or_fenced` |
   | `consumer_member_removed` (the consumer protocol's coordinator) of its member for `session_timeout`, `rebalance_timeout` (it did not give up its revoked partitions within its `max.poll.interval.ms`) or `replaced` | as the three rows above |
@@ -115,6 +116,8 @@ class Consumer:
     """`commit = on_revoke`: `onPartitionsRevoked` commits what it gives up."""
     holds: dict[str, Hold] = field(default_factory=dict)
     last_commit_error: str = "NONE"
+    join_prepare_in: tuple[str, int] | None = None
+    """(member id, generation) of its last pre-rebalance auto-commit."""
 
 
 @dataclass(slots=True)
@@ -190,6 +193,11 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
             continue
         if name in ("group_member_removed", "consumer_member_removed"):
             label = REMOVALS.get(e["reason"])
+            stuck = any(
+                c.group == e["group_id"] and c.join_prepare_in == (e["member_id"], e["generation_id"]) for c in consumers.values()
+            )
+            if e["reason"] == "not_rejoined" and bug == "kafka_14024" and stuck:
+                label = "kafka_14024"
             if label is not None:
                 for c in consumers.values():
                     if c.group == e["group_id"]:
@@ -224,6 +232,8 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
             _end_all(consumer.holds.values(), label)
         elif name == "offset_commit_answered":
             consumer.last_commit_error = e["error"]
+        elif name == "offset_commit_sent" and e["kind"] == "join_prepare":
+            consumer.join_prepare_in = (e["member_id"], e["generation_id"])
         elif name == "fetch_position_set" and e["source"] != "committed":
             tp = f"{e['topic']}-{e['partition']}"
             hold = consumer.holds.get(tp)

@@ -11,8 +11,12 @@
   its next `onJoinPrepare`, whatever the protocol (`ConsumerCoordinator.onJoinPrepare`).
 - KAFKA-13891 (3.3.0 and 3.3.1 only): a SyncGroup answered REBALANCE_IN_PROGRESS resets the
   generation, so the member reports its partitions lost before it rejoins.
+- KAFKA-14024 (3.2.0 only, `STUCK` below): `onJoinPrepare` sends the pre-rebalance auto-commit
+  at every call and goes on only when that commit is complete at once, so a cooperative member
+  with positions to commit never sends JoinGroup and is removed at the rebalance timeout while
+  it goes on processing; an eager one, having revoked everything, joins at the next call.
 
-The group: consumer 1 (the leader) and consumer 2 share T's four partitions from 6100 ms;
+The group of the KAFKA-14639 and KAFKA-13891 tests: consumer 1 (the leader) and consumer 2 share T's four partitions from 6100 ms;
 consumer 3 joins at 12 s. In generation 2 consumer 1 gives T-3 up (withheld from consumer 3)
 and rejoins at once. Consumer 2 processes 5 ms a record, and its requests to the coordinator
 take 200 ms more from 12198 to 12298 ms: its SyncGroup reaches the coordinator after consumer
@@ -21,12 +25,16 @@ take 200 ms more from 12198 to 12298 ms: its SyncGroup reaches the coordinator a
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sim.analytics.jobs import analyze_runs
 from sim.cluster.harness import Cluster
 from sim.cluster.scenario import parse_scenario
+from sim.engine.kernel import HostKind
+from sim.studies.runner import run_scenario
 from tests.properties.group_recount import recount
 
 MISSED_SYNC = """
@@ -287,3 +295,166 @@ def test_the_invariant_reports_a_second_cooperative_owner_no_bug_explains(strate
     check({**revoked, "node": "consumer-2"})
     assert check(_assigned(400, "consumer-3", "c", 3, ["T-0"])) == []
     assert check.findings == []
+
+
+STUCK = """
+[run]
+name = "stuck-join-prepare"
+seed = 1
+"duration.ms" = 30000
+
+[kafka]
+version = "{version}"
+
+[network]
+"latency.min.ms" = 2
+"latency.max.ms" = 4
+
+[cluster]
+brokers = 1
+
+[broker]
+"offsets.topic.num.partitions" = 1
+"offsets.topic.replication.factor" = 1
+
+[[topics]]
+name = "T"
+partitions = 4
+
+[[producers]]
+topic = "T"
+records = 5000
+"interval.ms" = 5
+keys = 8
+
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+"partition.assignment.strategy" = ["{strategy}"]
+"auto.offset.reset" = "earliest"
+"max.poll.records" = 20
+"max.poll.interval.ms" = 10000
+"auto.commit.interval.ms" = 1000
+"process.record.ms" = 12
+
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+"partition.assignment.strategy" = ["{strategy}"]
+"auto.offset.reset" = "earliest"
+"max.poll.records" = 20
+"max.poll.interval.ms" = 10000
+"enable.auto.commit" = false
+commit = "sync"
+"process.record.ms" = 1
+"start.ms" = 200
+
+[[consumers]]
+"group.id" = "g"
+topics = ["T"]
+"partition.assignment.strategy" = ["{strategy}"]
+"auto.offset.reset" = "earliest"
+"max.poll.records" = 20
+"max.poll.interval.ms" = 10000
+"enable.auto.commit" = false
+commit = "sync"
+"process.record.ms" = 1
+"start.ms" = 12000
+"""
+"""KAFKA-14024's cooperative half: consumer 1 (the leader, auto-commit, 12 ms a record, so it
+always has records in hand) and consumer 2 (manual commitSync) share T from 6100 ms; consumer
+3 (manual commitSync) joins at 12 s. Every rebalance timeout is 10 s."""
+
+
+def run_stuck(version: str, strategy: str = "cooperative-sticky") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    scenario = parse_scenario(STUCK.format(version=version, strategy=strategy), "stuck.toml")
+    with Cluster(scenario) as cluster:
+        events: list[dict[str, Any]] = []
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+        return events, cluster.final_checks()
+
+
+def test_kafka_14024_a_cooperative_member_commits_at_every_poll_and_never_rejoins() -> None:
+    """3.2.0: consumer 3's JoinGroup starts a rebalance at 12016 ms. Consumer 1's
+    `onJoinPrepare` sends its positions at every poll (every 240 ms: 20 records of 12 ms) and
+    waits for none, so it never sends JoinGroup; each commit is accepted (the group is
+    PreparingRebalance, its generation current). At 22016 ms, the rebalance timeout, the
+    coordinator removes it and forms generation 2 of consumers 2 and 3; consumer 3 takes T-1
+    and T-3 at their commits, 673 and 638 (consumer 1's of 21859 ms). Consumer 1 goes on:
+    the commit of its poll at 22099 ms is answered UNKNOWN_MEMBER_ID (reset), and that poll
+    returned T-3's 658 to 671; its next poll, at 22267 ms, reports T-1 and T-3 lost. It
+    processed T-3 to 672, so consumer 3 processes [638, 672) again: 34 duplicates, all
+    `kafka_14024`."""
+    events, checks = run_stuck("3.2.0")
+    states = [(e["ts_ms"], e["state"], e["generation_id"]) for e in where(events, "group_state_changed") if 12000 < e["ts_ms"] < 22100]
+    assert states == [(12016, "PreparingRebalance", 1), (22016, "CompletingRebalance", 2), (22029, "Stable", 2)]
+    [c1] = {e["member_id"] for e in where(events, "partitions_assigned", node="consumer-1", generation_id=1)}
+    prepares = where(events, "offset_commit_sent", node="consumer-1", kind="join_prepare", member_id=c1)
+    assert len(prepares) == 44
+    assert [e["ts_ms"] for e in prepares[:3]] + [e["ts_ms"] for e in prepares[-3:]] == [12119, 12359, 12599, 21619, 21859, 22099]
+    answers = {e["commit_id"]: e["error"] for e in where(events, "offset_commit_answered", node="consumer-1", kind="join_prepare")}
+    assert [answers[e["commit_id"]] for e in prepares] == ["NONE"] * 43 + ["UNKNOWN_MEMBER_ID"]
+    removed = [(e["ts_ms"], e["member_id"], e["generation_id"], e["reason"]) for e in where(events, "group_member_removed")]
+    assert removed == [(22016, c1, 1, "not_rejoined")]
+    [generation] = where(events, "generation_started", generation_id=2)
+    assert c1 not in generation["members"] and len(generation["members"]) == 2  # noqa: PLR2004
+    assert [(t, n, p) for t, n, _, p in ownership(events, 2)] == [(22032, "consumer-3", ["T-1", "T-3"]), (22033, "consumer-2", [])]
+    starts = [(e["partition"], e["offset"]) for e in where(events, "fetch_position_set", node="consumer-3")]
+    assert starts == [(1, 673), (3, 638)]
+    resets = [(e["ts_ms"], e["reason"]) for e in where(events, "member_reset", node="consumer-1")]
+    assert resets == [(22107, "UNKNOWN_MEMBER_ID")]
+    lost = [(e["ts_ms"], e["partitions"], e["reason"]) for e in where(events, "partitions_lost", node="consumer-1")]
+    assert lost == [(22267, ["T-1", "T-3"], "generation_reset")]
+    after_removal = [
+        (e["ts_ms"], e["partition"], e["first_offset"], e["end_offset"])
+        for e in where(events, "records_processed", node="consumer-1", member_id=c1)
+        if e["ts_ms"] > 22016
+    ]
+    assert after_removal == [(22099, 3, 638, 658), (22267, 3, 658, 672)]
+    assert checks["duplicates_by_cause"] == {"kafka_14024": 34}
+    assert recount(events).by_cause == checks["duplicates_by_cause"]
+
+
+def test_from_3_2_1_the_cooperative_member_awaits_its_commit_and_rejoins() -> None:
+    """3.2.1 (KAFKA-14024's fix): consumer 1 awaits its pre-rebalance commit, sent at 12119 ms,
+    and joins at its next poll: generation 2 forms at 12363 ms with all three members, no one
+    is removed, and the only duplicates are those of T-3's cooperative revocation."""
+    events, checks = run_stuck("3.2.1")
+    [generation] = where(events, "generation_started", generation_id=2)
+    assert (generation["ts_ms"], len(generation["members"])) == (12363, 3)
+    assert where(events, "group_member_removed") == []
+    assert [e["ts_ms"] for e in where(events, "offset_commit_sent", node="consumer-1", kind="join_prepare")] == [12119, 12605]
+    assert checks["duplicates_by_cause"] == {"cooperative_revocation_gap": 40}
+    assert recount(events).by_cause == checks["duplicates_by_cause"]
+
+
+def test_in_3_2_0_an_eager_member_joins_at_the_call_after_its_revocation() -> None:
+    """3.2.0, range: `onJoinPrepare` sends the commit at 12101 ms, revokes T-2 and T-3 and
+    returns false (the commit is not complete); the next pass of `poll()`'s loop, woken by the
+    commit's answer at 12115 ms, has nothing to commit, so it sends JoinGroup, and generation
+    2 forms at 12118 ms."""
+    events, checks = run_stuck("3.2.0", "range")
+    [prepare] = where(events, "offset_commit_sent", node="consumer-1", kind="join_prepare")
+    [revoked] = where(events, "partitions_revoked", node="consumer-1")
+    [answer] = where(events, "offset_commit_answered", node="consumer-1", commit_id=prepare["commit_id"])
+    [generation] = where(events, "generation_started", generation_id=2)
+    assert (prepare["ts_ms"], revoked["ts_ms"], revoked["partitions"]) == (12101, 12101, ["T-2", "T-3"])
+    assert (answer["ts_ms"], answer["error"], generation["ts_ms"]) == (12115, "NONE", 12118)
+    assert checks["duplicates_by_cause"] == {}
+
+
+@pytest.mark.spark
+def test_spark_labels_kafka_14024_as_the_summary_does(spark: Any, tmp_path: Path) -> None:
+    """The Spark job's duplicates of the 3.2.0 and 3.2.1 runs equal summary.json's."""
+    runs: list[tuple[Path, dict[str, Any]]] = []
+    for version in ("3.2.0", "3.2.1"):
+        out = tmp_path / version
+        scenario = parse_scenario(STUCK.format(version=version, strategy="cooperative-sticky"), "stuck.toml")
+        summary = run_scenario(scenario, out, host=HostKind.DIRECT)
+        runs.append((out, summary))
+    analyses = analyze_runs(spark, [out for out, _ in runs])
+    for (_, summary), analysis in zip(runs, analyses, strict=True):
+        want = {k: summary[k] for k in ("consumed", "duplicates", "duplicates_by_cause")}
+        assert {k: analysis[k] for k in want} == want
+    assert [summary["duplicates_by_cause"] for _, summary in runs] == [{"kafka_14024": 34}, {"cooperative_revocation_gap": 40}]
