@@ -194,7 +194,7 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
         if name in ("group_member_removed", "consumer_member_removed"):
             label = REMOVALS.get(e["reason"])
             stuck = any(
-                c.group == e["group_id"] and c.join_prepare_in == (e["member_id"], e["generation_id"]) for c in consumers.values()
+                c.group == e["group_id"] and c.join_prepare_in == (e["member_id"], e.get("generation_id")) for c in consumers.values()
             )
             if e["reason"] == "not_rejoined" and bug == "kafka_14024" and stuck:
                 label = "kafka_14024"
