@@ -5,7 +5,7 @@
     kafkasim report RUN_DIR
     kafkasim study [--out DIR] [--master URL]
     kafkasim sweep [SCENARIO] --seeds N [--grid KEY=V1,V2 ...] [--set KEY=VALUE ...] [--master URL] --out DIR [--resume]
-    kafkasim bench [--json] [--quick] [--sweep] [--analytics]
+    kafkasim bench [--json] [--quick] [--protocols] [--sweep] [--analytics]
 
 A user's mistake (a bad file, key or value) is one line on stderr naming it, and exit status 2;
 a simulator failure is one line with the seed and the event, exit status 1, the traceback in the
@@ -121,6 +121,11 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     bench.add_argument(
         "--quick", action="store_true", help="one simulated minute of the standard workload, not five"
+    )
+    bench.add_argument(
+        "--protocols",
+        action="store_true",
+        help="also run the standard workload on 4.0 under the classic and the consumer protocol, alternated",
     )
     bench.add_argument(
         "--sweep", action="store_true", help="also time a sweep of 8 short runs on Spark, local[2] against local[1]"

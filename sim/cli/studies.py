@@ -142,7 +142,7 @@ def _sweep_status(plan: Any, results: list[dict[str, Any]], out: Path) -> int:
 
 
 def bench(args: argparse.Namespace) -> int:
-    from sim.studies.bench import run_kernel_bench, run_std_bench, run_sweep_bench  # noqa: PLC0415
+    from sim.studies.bench import run_kernel_bench, run_protocols_bench, run_std_bench, run_sweep_bench  # noqa: PLC0415
 
     if not args.json:
         sys.stderr.write("measuring the kernel: Pykka host against the direct executor...\n")
@@ -152,6 +152,10 @@ def bench(args: argparse.Namespace) -> int:
         sys.stderr.write(f"running the standard workload, {length}, and the floor...\n")
     figures["std"] = run_std_bench(quick=args.quick)
     figures["producer"] = figures["std"].pop("producer")
+    if args.protocols:
+        if not args.json:
+            sys.stderr.write("running the standard workload on 4.0, classic then consumer protocol, twice...\n")
+        figures["protocols"] = run_protocols_bench(quick=args.quick)
     if args.sweep:
         if not args.json:
             sys.stderr.write("timing a sweep of 8 short runs on Spark, local[1] then local[2]...\n")
@@ -177,6 +181,13 @@ def bench(args: argparse.Namespace) -> int:
         f"producer: {figures['producer']['records_per_wall_s']} records per wall second, "
         f"{figures['producer']['records_per_request']} records per Produce request\n"
     )
+    if args.protocols:
+        pr = figures["protocols"]
+        sys.stdout.write(
+            f"protocols: {pr['simulated_s']:g} simulated s on 4.0 in {pr['classic_wall_s']} s classic, "
+            f"{pr['consumer_wall_s']} s consumer protocol: {pr['consumer_vs_classic']}x "
+            f"({pr['classic_rebalances']} and {pr['consumer_rebalances']} rebalances)\n"
+        )
     if args.sweep:
         sw = figures["sweep"]
         sys.stdout.write(

@@ -17,6 +17,13 @@ segment's wall time is its CPU time (every thread of the process): on a machine 
 other work, `cpu_minute5_vs_minute1` is the steadier measure of whether cost grows. `--quick` runs
 one simulated minute (crash at 20 s, restart at 30 s) and compares its fifth 12 s to its first.
 
+`protocols` (with `--protocols`): what KIP-848's consumer protocol costs against the classic
+one. The standard workload on Kafka 4.0 (whose brokers serve both), its consumers on the
+classic protocol, then on the consumer protocol, each in a child process, alternated twice
+(`--quick`: one simulated minute each); the best wall time of each is kept, and
+`consumer_vs_classic` is the consumer protocol's wall time per simulated second over the
+classic one's (1.0: the same cost).
+
 `sweep` (with `--sweep`): what Spark's parallelism buys a sweep. Eight runs of the standard
 workload cut to ten simulated seconds (two auto-commit intervals, four seeds) as Spark tasks on
 `local[1]`, then on `local[2]`, in a child process; each timed from the job's start to its last
@@ -49,6 +56,7 @@ __all__ = [
     "BenchConfig",
     "floor_us_per_delivery",
     "run_kernel_bench",
+    "run_protocols_bench",
     "run_std_bench",
     "run_sweep_bench",
     "std_figures",
@@ -258,6 +266,49 @@ def run_std_bench(*, quick: bool = False) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
+# ------------------------------------------------------------------ the rebalance protocols
+
+PROTOCOL_SETS = {
+    "classic": ("kafka.version=4.0",),
+    "consumer": ("kafka.version=4.0", "consumers.1.group.protocol=consumer"),
+}
+
+
+def _std_child(overrides: tuple[str, ...]) -> dict[str, Any]:
+    command = [sys.executable, "-m", "sim.studies.bench", "--std", *(f"--set={o}" for o in overrides)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or ["no output"]
+        msg = f"the standard workload failed ({' '.join(overrides)}): {lines[-1]}"
+        raise RuntimeError(msg)
+    return json.loads(done.stdout)
+
+
+def run_protocols_bench(*, quick: bool = False, rounds: int = 2, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The standard workload on 4.0 under the classic and the consumer protocol, alternated
+    (`overrides`, a test's shorter run, go after `--quick`'s)."""
+    best: dict[str, dict[str, Any]] = {}
+    for _ in range(rounds):
+        for protocol, sets in PROTOCOL_SETS.items():
+            figures = _std_child((*(QUICK if quick else ()), *overrides, *sets))
+            if protocol not in best or figures["wall_s"] < best[protocol]["wall_s"]:
+                best[protocol] = figures
+    classic, consumer = best["classic"], best["consumer"]
+    return {
+        "simulated_s": classic["simulated_s"],
+        "classic_wall_s": classic["wall_s"],
+        "consumer_wall_s": consumer["wall_s"],
+        "classic_realtime_factor": classic["realtime_factor"],
+        "consumer_realtime_factor": consumer["realtime_factor"],
+        "consumer_vs_classic": round(consumer["wall_s"] / classic["wall_s"], 3),
+        "classic_events": classic["events"],
+        "consumer_events": consumer["events"],
+        "classic_rebalances": classic["consumers"]["rebalances"],
+        "consumer_rebalances": consumer["consumers"]["rebalances"],
+        "invariant_violations": classic["invariant_violations"] + consumer["invariant_violations"],
+    }
+
+
 # ------------------------------------------------------------------ the sweep on Spark
 
 
@@ -334,6 +385,7 @@ def run_sweep_bench() -> dict[str, Any]:
 
 if __name__ == "__main__":
     if "--std" in sys.argv:
-        sys.stdout.write(json.dumps(std_figures(QUICK if "--quick" in sys.argv else ())) + "\n")
+        sets = tuple(a.removeprefix("--set=") for a in sys.argv if a.startswith("--set="))
+        sys.stdout.write(json.dumps(std_figures((QUICK if "--quick" in sys.argv else ()) + sets)) + "\n")
     elif "--sweep" in sys.argv:
         sys.stdout.write(json.dumps(sweep_figures()) + "\n")

@@ -355,5 +355,19 @@ def test_bench_std_figures_are_consistent_with_each_other() -> None:
     assert p["records_per_wall_s"] == pytest.approx(p["records"] / f["wall_s"], rel=0.03)
 
 
+def test_bench_protocols_compares_the_standard_workload_under_both_protocols() -> None:
+    """Not a timing test: eight simulated seconds on 4.0 under each protocol, in child
+    processes; the ratio is the consumer protocol's wall time over the classic one's, and both
+    groups formed with every invariant kept."""
+    from sim.studies.bench import run_protocols_bench
+
+    f = run_protocols_bench(rounds=1, overrides=("run.duration.ms=8000", "faults.1.at.ms=2000", "faults.1.restart.after.ms=1000"))
+    assert f["simulated_s"] == 8.0 and f["invariant_violations"] == 0
+    assert f["consumer_vs_classic"] == pytest.approx(f["consumer_wall_s"] / f["classic_wall_s"], rel=0.03)
+    # Four consumers: the classic group forms one generation after its 3 s join delay; the
+    # consumer protocol computes a target assignment for each member's join.
+    assert (f["classic_rebalances"], f["consumer_rebalances"]) == (1, 4)
+
+
 def p_records(figures: dict) -> int:
     return figures["producer"]["records"]
