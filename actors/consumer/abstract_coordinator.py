@@ -209,6 +209,12 @@ class AbstractCoordinator(ABC):
     def ensure_active_group(self, out: Out) -> bool:
         """`joinGroupIfNeeded` with a zero timer: never waits for the rebalance."""
         m = self.member
+        if m.joined_assignment is not None and (not m.generation_valid or m.state is not MemberState.STABLE):
+            # The heartbeat thread reset the generation (a poll timeout, a fencing error) after
+            # the SyncGroup answer: the assignment is dropped, and the member rejoins from
+            # onJoinPrepare, which reports its partitions lost (`resetStateAndRejoin`).
+            m.joined_assignment = None
+            m.rejoin_needed = m.needs_join_prepare = True
         if m.joined_assignment is not None:
             if not self.on_join_complete(out):
                 return False

@@ -1512,4 +1512,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "",
         ("tests/scenarios/test_cooperative_versions.py::test_spark_labels_kafka_14024_as_the_summary_does",),
     ),
+    Mutant(
+        "sync_answer_kept_after_generation_reset",
+        "a SyncGroup answer is dropped when the heartbeat thread reset the generation before onJoinComplete (joinGroupIfNeeded)",
+        "actors/consumer/abstract_coordinator.py",
+        "        if m.joined_assignment is not None and (not m.generation_valid or m.state is not MemberState.STABLE):\n",
+        "        if False:\n",
+        ("tests/scenarios/test_sync_answer_after_reset.py::test_an_assignment_answered_before_a_poll_timeout_is_dropped_and_the_member_rejoins",),
+    ),
 )
