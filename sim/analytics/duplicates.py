@@ -228,18 +228,23 @@ def _timeline(changes: DataFrame, located: DataFrame) -> DataFrame:
 
 def _holds(timeline: DataFrame) -> DataFrame:
     """Which timeline rows start a hold, which end one, and where each hold ends. A consumer
-    holds a partition after an assignment or a processing (which takes one if it had none),
-    until a revocation, a crash or a restart; a reset while holding ends the hold and starts
-    another."""
+    holds a partition after an assignment or a processing (which takes one if it had none,
+    unless the partition was just revoked or lost: then it is the ended hold's), until a
+    revocation, a crash or a restart; a reset while holding ends the hold and starts another."""
     by_tp = Window.partitionBy("run", "node", "tp").orderBy("ln")
     before = by_tp.rowsBetween(Window.unboundedPreceding, -1)
     upto = by_tp.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     after = by_tp.rowsBetween(1, Window.unboundedFollowing)
     kind = F.col("kind")
-    status = F.when(kind.isin(ASSIGN, PROCESS), 1).when(kind.isin(REVOKE, CRASH, STARTED), 0)
-    t = timeline.withColumn("held_before", F.coalesce(F.last(status, ignorenulls=True).over(before), F.lit(0)) == 1)
+    # Records processed right after a revocation or loss were in the application's hands when
+    # the consumer gave the partition up: they are processed under the hold that ended then.
+    prior = F.last(F.when(kind != RESET, kind), ignorenulls=True).over(before)
+    t = timeline.withColumn("zombie", (kind == PROCESS) & F.coalesce(prior == REVOKE, F.lit(False)))
+    zombie = F.col("zombie")
+    status = F.when(kind == ASSIGN, 1).when((kind == PROCESS) & ~zombie, 1).when(kind.isin(REVOKE, CRASH, STARTED), 0)
+    t = t.withColumn("held_before", F.coalesce(F.last(status, ignorenulls=True).over(before), F.lit(0)) == 1)
     held = F.col("held_before")
-    starts = (kind == ASSIGN) | ((kind == RESET) & held) | ((kind == PROCESS) & ~held)
+    starts = (kind == ASSIGN) | ((kind == RESET) & held) | ((kind == PROCESS) & ~held & ~zombie)
     t = (
         t.withColumn("starts", starts)
         .withColumn("hold", F.last(F.when(F.col("starts"), F.col("ln")), ignorenulls=True).over(upto))

@@ -8,8 +8,10 @@ unclean election) has a later epoch: it is a new record, and reading it is no du
 A *hold* is one consumer's ownership of one partition, from its assignment to the first event
 that ends it; that event gives the hold its label, and later ones do not change it (a member
 expelled for its session and crashed later was expelled: its partitions had moved already).
-A duplicate takes the label of the hold that processed the offset before, once that hold has
-ended; if it has not, the processing one is a zombie (its hold ended while it went on
+Records the application processes after its consumer gave their partition up (they were in
+its hands when the consumer protocol's background thread revoked or lost it) are processed
+under the hold that ended then. A duplicate takes the label of the hold that processed the
+offset before, once that hold has ended; if it has not, the processing one is a zombie (its hold ended while it went on
 processing) and the duplicate takes the label that made it one:
 
 | what ended the hold first | label |
@@ -199,6 +201,7 @@ class GroupAccounting:
         for tp in e["partitions"]:
             hold = member.holds.pop(tp, None)
             if hold is not None:
+                member.released[tp] = hold
                 # KAFKA-14639: the partition went to another member in this same rebalance.
                 bug = e["event"] == "partitions_revoked" and e["reason"] == "cooperative" and tp in ignored
                 hold.end("kafka_14639" if bug and label != "unsubscribe_without_commit" else label)
@@ -350,7 +353,7 @@ class GroupAccounting:
         tp = f"{e['topic']}-{e['partition']}"
         start, end = e["first_offset"], e["end_offset"]
         self.consumed += end - start
-        hold = member.holds.get(tp)
+        hold = member.holds.get(tp) or member.released.get(tp)
         if hold is None:
             hold = member.holds[tp] = Hold(e["node"], e["member_id"])
         epoch = e["leader_epoch"]

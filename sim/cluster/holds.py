@@ -41,6 +41,10 @@ class Member:
     """The application commits in `onPartitionsRevoked` (`commit = on_revoke`)."""
     last_commit_error: str = "NONE"
     holds: dict[str, Hold] = field(default_factory=dict)
+    released: dict[str, Hold] = field(default_factory=dict)
+    """The hold each partition had when the member last gave it up: records the application
+    still had in hand then (the consumer protocol revokes or loses partitions on its background
+    thread, while the application processes) are processed under it, a zombie's processing."""
 
 
 def rewound(lo: int, hi: int, rewound: tuple[int, int, str] | None, label: str) -> list[tuple[int, int, str]]:

@@ -1,7 +1,8 @@
 """Spark's duplicates, lost writes and log duplicates against summary.json, run by run.
 
 The runs: the group swarm's first 20 fault plans (tests/properties/group_swarm.py: a consumer
-group under client and broker faults, an idempotent producer) and three runs of the broker
+group under client and broker faults, an idempotent producer), five of them under KIP-848's
+consumer protocol, example 12's scenario under 3.9's consumer protocol (KAFKA-16460), and three runs of the broker
 swarm in an unsafe configuration (acks=1, unclean election, power losses, no idempotence),
 two of which lose acknowledged records; a group whose offsets expired, a static member fenced
 by a second process with its instance id, 3.2.1's pre-rebalance commit (KAFKA-14196), 3.3.2's thrown-away older claims (KAFKA-14639), and a
@@ -48,6 +49,9 @@ MISSED_SYNC_QUICK = (
 the partition (tests/scenarios/test_cooperative_versions.py)."""
 
 GROUP_SEEDS = range(20)
+CONSUMER_PROTOCOL_SEEDS = (0, 1, 2, 3, 12)
+"""The protocol swarm's plans under KIP-848's consumer protocol (seed 12: records processed
+after a poll timeout lost their partition, then read again by the same member)."""
 UNSAFE_SEEDS = (35, 45, 53)
 """Broker swarm seeds of `_unsafe` that lose acknowledged records: 35 and 45 without a retry
 written twice, 53 with retries written twice, whose first copies' answers were lost."""
@@ -146,6 +150,9 @@ def outcomes(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[tuple
     for seed in GROUP_SEEDS:
         done = group_swarm.run(seed, base / f"group{seed}")
         runs.append((f"group swarm seed {seed}", done.run_dir, done.summary))
+    for seed in CONSUMER_PROTOCOL_SEEDS:
+        done = group_swarm.run(seed, base / f"consumer{seed}", "consumer")
+        runs.append((f"consumer-protocol swarm seed {seed}", done.run_dir, done.summary))
     for seed in UNSAFE_SEEDS:
         runs.append((f"unsafe swarm seed {seed}", base / f"unsafe{seed}", _unsafe(seed, base / f"unsafe{seed}")))
     for seed in RETENTION_SEEDS:
@@ -173,6 +180,11 @@ def outcomes(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list[tuple
         ("worker threads under auto-commit", examples / "11_skipped_records.toml", ["consumers.1.processing=workers"]),
         ("an operator's reset to latest", examples / "11_operator_reset.toml", []),
         ("an operator's reset backwards", examples / "11_operator_reset.toml", ["faults.4.to=shift-by", "faults.4.shift.by=-100"]),
+        (
+            "the consumer protocol on 3.9 (KAFKA-16460)",
+            examples / "12_rebalance_protocols.toml",
+            ["kafka.version=3.9", "broker.group.coordinator.rebalance.protocols=classic,consumer", "consumers.1.group.protocol=consumer"],
+        ),
     )
     for name, path, settings in built:
         out = base / name.replace(" ", "-").replace("'", "")

@@ -1520,4 +1520,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "        if False:\n",
         ("tests/scenarios/test_sync_answer_after_reset.py::test_an_assignment_answered_before_a_poll_timeout_is_dropped_and_the_member_rejoins",),
     ),
+    Mutant(
+        "zombie_processing_takes_a_new_hold",
+        "records processed after their partition was revoked or lost belong to the ownership that just ended",
+        "sim/cluster/accounting.py",
+        "        hold = member.holds.get(tp) or member.released.get(tp)\n",
+        "        hold = member.holds.get(tp)\n",
+        ("tests/scenarios/test_consumer_protocol_zombie.py::test_records_processed_after_a_poll_timeout_are_the_poll_timeouts_duplicates",),
+    ),
+    Mutant(
+        "spark_zombie_processing_takes_a_new_hold",
+        "Spark: records processed right after a revocation or loss belong to the ownership that just ended",
+        "sim/analytics/duplicates.py",
+        '    t = timeline.withColumn("zombie", (kind == PROCESS) & F.coalesce(prior == REVOKE, F.lit(False)))\n',
+        '    t = timeline.withColumn("zombie", F.lit(False))\n',
+        ("tests/scenarios/test_consumer_protocol_zombie.py::test_spark_counts_the_zombies_processing_as_the_summary_does",),
+    ),
 )

@@ -42,6 +42,9 @@ The rules (Kafka's at-least-once delivery, as the summary's `duplicates_by_cause
   the partition since, because of the expiry: `offsets_expired_reset`.
 
   Where several rows hold at once, the first wins.
+- Records processed after the consumer gave their partition up (records the application had
+  in hand when a revocation or loss came from the background thread) are processed under the
+  hold that ended then.
 - A duplicate takes the label of the hold that processed the record before, once that hold has
   ended. If it has not (two holds process the partition at once), the one processing now is a
   zombie, a member whose ownership ended while it went on processing, and the duplicate takes
@@ -115,6 +118,9 @@ class Consumer:
     listener_commits: bool
     """`commit = on_revoke`: `onPartitionsRevoked` commits what it gives up."""
     holds: dict[str, Hold] = field(default_factory=dict)
+    given_up: dict[str, Hold] = field(default_factory=dict)
+    """Per partition, the hold that a revocation or loss ended last: what the application
+    processes of it afterwards (records it had in hand) was processed under that hold."""
     last_commit_error: str = "NONE"
     join_prepare_in: tuple[str, int] | None = None
     """(member id, generation) of its last pre-rebalance auto-commit."""
@@ -222,6 +228,7 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
                 hold = consumer.holds.pop(tp, None)
                 if hold is None:
                     continue
+                consumer.given_up[tp] = hold
                 same_round = name == "partitions_revoked" and e["reason"] == "cooperative"
                 if claims_bug and same_round and (consumer.group, e["generation_id"], e["member_id"], tp) in thrown_away:
                     _end_all((hold,), "kafka_14639")
@@ -247,7 +254,7 @@ def recount(events: Iterable[Mapping[str, Any]]) -> Recount:
                 consumer.holds[tp] = Hold(e["node"], hold.member_id, replays=replays, replay_label=why)
         elif name == "records_processed":
             tp = f"{e['topic']}-{e['partition']}"
-            hold = consumer.holds.get(tp)
+            hold = consumer.holds.get(tp) or consumer.given_up.get(tp)
             if hold is None:
                 hold = consumer.holds[tp] = Hold(e["node"], e["member_id"])
             record = e["leader_epoch"]
