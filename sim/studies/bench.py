@@ -255,15 +255,22 @@ def std_figures(overrides: tuple[str, ...] = ()) -> dict[str, Any]:
     }
 
 
-def run_std_bench(*, quick: bool = False) -> dict[str, Any]:
-    """The standard workload's figures, measured in a child process."""
-    command = [sys.executable, "-m", "sim.studies.bench", "--std", *(["--quick"] if quick else [])]
+def _std_child(overrides: tuple[str, ...]) -> dict[str, Any]:
+    """The standard workload's figures with `overrides`, measured in a child process, so that
+    its peak RSS is its own."""
+    command = [sys.executable, "-m", "sim.studies.bench", "--std", *(f"--set={o}" for o in overrides)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or ["no output"]
-        msg = f"the standard workload failed: {lines[-1]}"
+        settings = f" ({' '.join(overrides)})" if overrides else ""
+        msg = f"the standard workload failed{settings}: {lines[-1]}"
         raise RuntimeError(msg)
     return json.loads(done.stdout)
+
+
+def run_std_bench(*, quick: bool = False) -> dict[str, Any]:
+    """The standard workload's figures, measured in a child process."""
+    return _std_child(QUICK if quick else ())
 
 
 # ------------------------------------------------------------------ the rebalance protocols
@@ -272,16 +279,6 @@ PROTOCOL_SETS = {
     "classic": ("kafka.version=4.0",),
     "consumer": ("kafka.version=4.0", "consumers.1.group.protocol=consumer"),
 }
-
-
-def _std_child(overrides: tuple[str, ...]) -> dict[str, Any]:
-    command = [sys.executable, "-m", "sim.studies.bench", "--std", *(f"--set={o}" for o in overrides)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        lines = done.stderr.strip().splitlines() or ["no output"]
-        msg = f"the standard workload failed ({' '.join(overrides)}): {lines[-1]}"
-        raise RuntimeError(msg)
-    return json.loads(done.stdout)
 
 
 def run_protocols_bench(*, quick: bool = False, rounds: int = 2, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
