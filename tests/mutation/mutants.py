@@ -1520,4 +1520,30 @@ MUTANTS: tuple[Mutant, ...] = (
         "        if False:\n",
         ("tests/scenarios/test_sync_answer_after_reset.py::test_an_assignment_answered_before_a_poll_timeout_is_dropped_and_the_member_rejoins",),
     ),
+    Mutant(
+        "remote_assignor_not_checked_against_brokers",
+        "a consumer-protocol member's group.remote.assignor must be one of the brokers' group.consumer.assignors "
+        "(else UNSUPPORTED_ASSIGNOR, fatal): refused when the scenario is loaded",
+        "actors/consumer/settings.py",
+        "    if remote is not None and remote not in assignors:\n",
+        "    if False:\n",
+        ("tests/unit/test_consumer_protocol_inputs.py::test_a_remote_assignor_the_brokers_lack_is_refused_up_front",),
+    ),
+    Mutant(
+        "remote_assignor_allowed_beside_classic",
+        "ConsumerConfig refuses group.remote.assignor with group.protocol=classic from 3.9 (KAFKA-15773)",
+        "actors/profiles.py",
+        "            reject_remote_assignor_under_classic_protocol=v >= (3, 9, 0),\n",
+        "            reject_remote_assignor_under_classic_protocol=v >= (4, 0, 0),\n",
+        ("tests/unit/test_consumer_protocol_inputs.py::test_a_remote_assignor_beside_the_classic_protocol_is_refused_from_3_9",),
+    ),
+    Mutant(
+        "group_of_both_protocols_runs",
+        "a group.id whose consumers use both protocols is refused: online migration and classic members in a "
+        "consumer group are not modelled",
+        "sim/cluster/scenario.py",
+        '        if consumers[first]["group.protocol"] != entry["group.protocol"]:\n',
+        "        if False:\n",
+        ("tests/unit/test_consumer_protocol_inputs.py::test_one_group_of_both_protocols_is_refused_as_not_modelled",),
+    ),
 )
