@@ -1578,4 +1578,46 @@ MUTANTS: tuple[Mutant, ...] = (
         "                pass\n",
         ("tests/scenarios/test_shared_instance_ids.py::test_consumer_protocol_the_second_join_is_unreleased_instance_id",),
     ),
+    Mutant(
+        "e2e_kafka_16460_absent_before_4_0",
+        "3.7 to 3.9's consumer-protocol client commits before marking the revoked partitions pending revocation "
+        "(KAFKA-16460), end to end: duplicates labelled kafka_16460",
+        "actors/profiles.py",
+        "            pending_revocation_before_reconcile_commit=v >= (4, 0, 0),\n",
+        "            pending_revocation_before_reconcile_commit=v >= (3, 7, 0),\n",
+        ("tests/scenarios/test_consumer_protocol_edges.py::test_kafka_16460_in_3_9_returns_revoked_records_after_the_commit_snapshot_and_not_in_4_0",),
+    ),
+    Mutant(
+        "e2e_kafka_18641_absent_before_4_0",
+        "3.7 to 3.9's consumer-protocol client auto-commits the positions of the moment on its background thread "
+        "(KAFKA-18641), end to end: a crash skips records (committed_before_processed)",
+        "actors/profiles.py",
+        "            auto_commit_positions_at_poll=v >= (4, 0, 0),\n",
+        "            auto_commit_positions_at_poll=v >= (3, 7, 0),\n",
+        ("tests/scenarios/test_consumer_protocol_edges.py::test_kafka_18641_in_3_9_auto_commits_unprocessed_records_which_a_crash_skips_and_not_in_4_0",),
+    ),
+    Mutant(
+        "e2e_commit_epoch_not_checked",
+        "a consumer group's OffsetCommit must name the member's current epoch (STALE_MEMBER_EPOCH), end to end",
+        "actors/group/consumer_protocol/epochs.py",
+        "    if member_epoch != member.member_epoch:\n",
+        "    if False:\n",
+        ("tests/scenarios/test_consumer_protocol_edges.py::test_a_commit_sent_before_the_epoch_moved_on_is_stale_and_changes_nothing_else",),
+    ),
+    Mutant(
+        "e2e_commit_of_unknown_member_stored",
+        "a consumer group's OffsetCommit from a member it no longer has is UNKNOWN_MEMBER_ID, end to end",
+        "actors/group/consumer_protocol/epochs.py",
+        "    if member is None:\n        return ErrorCode.UNKNOWN_MEMBER_ID\n",
+        "    if member is None:\n        return ErrorCode.NONE\n",
+        ("tests/scenarios/test_consumer_protocol_edges.py::test_a_fenced_members_commit_is_unknown_member_id_and_only_its_heartbeat_fences_it",),
+    ),
+    Mutant(
+        "e2e_revocation_without_rebalance_timeout",
+        "the coordinator removes a member still revoking after its rebalance timeout (rebalance_timeout), end to end",
+        "actors/group/consumer_heartbeat.py",
+        "        out.set_timer(key, updated.rebalance_timeout_ms)\n",
+        "        pass\n",
+        ("tests/scenarios/test_consumer_protocol_edges.py::test_a_revocation_that_outlasts_the_rebalance_timeout_fences_the_member",),
+    ),
 )
