@@ -137,6 +137,9 @@ class Profile:
     """KAFKA-17338, KAFKA-18156 (4.0.0): with `group.protocol=consumer`, `ConsumerConfig`
     refuses `partition.assignment.strategy`, `heartbeat.interval.ms` and `session.timeout.ms`
     (before, the consumer protocol ignored them: the coordinator's settings rule)."""
+    reject_remote_assignor_under_classic_protocol: bool
+    """KAFKA-15773 (3.9.0): `ConsumerConfig` refuses `group.remote.assignor` set beside
+    `group.protocol=classic` (before, the classic protocol ignored it)."""
     older_generation_claims: bool
     """KAFKA-14639 (3.4.1 / 3.5.0): the sticky assignors' validation of owned partitions keeps
     a claim of an older generation that no newer member makes; from 2.6.0 (KAFKA-9987) to 3.4.0
@@ -209,6 +212,7 @@ class Profile:
             exponential_retry_backoff=v >= (3, 7, 0),
             consumer_group_protocol=v >= (3, 7, 0),
             reject_classic_settings_under_consumer_protocol=v >= (4, 0, 0),
+            reject_remote_assignor_under_classic_protocol=v >= (3, 9, 0),
             older_generation_claims=not (2, 6, 0) <= v <= (3, 4, 0),
             subscription_generation_field=v >= (3, 4, 0),
             reset_generation_on_sync_rebalance=v in ((3, 3, 0), (3, 3, 1)),

@@ -109,10 +109,15 @@ def check(consumer: dict[str, Any], profile: Profile) -> None:
         raise SettingError(msg)
 
 
-def check_group_protocol(consumer: dict[str, Any], profile: Profile, protocols: list[str]) -> None:
+def check_group_protocol(consumer: dict[str, Any], profile: Profile, protocols: list[str], assignors: list[str]) -> None:
     """`group.protocol`, checked before the version's defaults are filled in (an unset key is
-    None), against the brokers' rebalance `protocols`."""
+    None), against the brokers' rebalance `protocols` and server `assignors`."""
+    remote = consumer["group.remote.assignor"]
     if consumer["group.protocol"] != "consumer":
+        if remote is not None and remote.strip() and profile.reject_remote_assignor_under_classic_protocol:
+            # `ConsumerConfig.checkGroupRemoteAssignor` (KAFKA-15773).
+            msg = f"group.remote.assignor ({remote!r}) cannot be set when group.protocol=CLASSIC (Kafka {profile.name})"
+            raise SettingError(msg)
         return
     if not profile.consumer_group_protocol:
         msg = f"group.protocol: 'consumer' needs Kafka 3.7 or later (KIP-848; the version is {profile.name})"
@@ -127,6 +132,15 @@ def check_group_protocol(consumer: dict[str, Any], profile: Profile, protocols: 
             f"group.protocol: 'consumer', but the brokers' group.coordinator.rebalance.protocols "
             f"{protocols!r} lack it: Kafka answers ConsumerGroupHeartbeat UNSUPPORTED_VERSION, "
             "fatal to the consumer"
+        )
+        raise SettingError(msg)
+    if remote is not None and remote not in assignors:
+        # The coordinator would answer the join UNSUPPORTED_ASSIGNOR, which the consumer
+        # throws from poll(): a consumer that can never join is a mistake in the scenario.
+        msg = (
+            f"group.remote.assignor: {remote!r} is not one of the brokers' group.consumer.assignors "
+            f"({', '.join(assignors)}): Kafka answers its ConsumerGroupHeartbeat UNSUPPORTED_ASSIGNOR, "
+            f"fatal to the consumer{suggest(remote, assignors)}"
         )
         raise SettingError(msg)
 

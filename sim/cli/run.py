@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"kafkasim: {summary['failure']} (details in {out_dir}/failure.txt)\n")
         return EXIT_FAILED
     lines, mistake = consumer_failure_lines(scenario, summary["consumer_failures"])
+    lines = [*map(shared_instance_id_line, summary.get("shared_instance_ids", [])), *lines]
     for line in lines:
         sys.stderr.write(f"kafkasim: {line}\n")
     return EXIT_USAGE if mistake else 0
@@ -85,6 +86,13 @@ def consumer_failure_lines(scenario: Scenario, failures: list[dict[str, Any]]) -
         else:
             lines.append(f"{nodes} stopped at {found[0]['ts_ms']} ms on a fatal error ({error})")
     return lines, mistake
+
+
+def shared_instance_id_line(shared: dict[str, Any]) -> str:
+    """Consumers that share a `group.instance.id`, and which of them the coordinator stopped."""
+    nodes = ", ".join(shared["consumers"])
+    outcome = f"the coordinator stopped {shared['fenced']} ({shared['error']})" if shared["fenced"] else "none was stopped"
+    return f"{nodes} share group.instance.id {shared['instance_id']!r} in group {shared['group_id']!r}: {outcome}"
 
 
 def _print_summary(summary: dict[str, Any], out_dir: Path, *, as_json: bool) -> None:

@@ -40,6 +40,7 @@ from sim.cluster.faults import (
 from sim.cluster.ground_truth import log_figures, replica_logs
 from sim.cluster.consumer_group_invariants import ConsumerGroupInvariants
 from sim.cluster.group_invariants import GroupInvariants
+from sim.cluster.instance_ids import SharedInstanceIds
 from sim.cluster.invariants import Invariants
 from sim.cluster.rundir import ClusterError, build_summary, prepare_for_api, write_run_dir
 from sim.cluster.scenario import Scenario, blame_overrides
@@ -145,6 +146,8 @@ class Cluster(FaultMethods):
         self.kernel.observe(self.groups)
         self.skips = SkipAccounting()
         self.kernel.observe(self.skips)
+        self.instance_ids = SharedInstanceIds()
+        self.kernel.observe(self.instance_ids)
         self.kernel.fail_on_violation = scenario.get("run", "invariants") == "fail"
         self._consumers = {c.name: c.group_id for c in consumer_configs(scenario)}
         self._admin = AdminDesk(self.kernel, lambda: admin_spec(scenario))
@@ -333,7 +336,8 @@ class Cluster(FaultMethods):
         brokers = range(1, self.scenario.get("cluster", "brokers") + 1)
         figures, logs = log_figures(self.scenario.producers, producers, replica_logs(self.kernel, brokers))
         known = {"known_bug_findings": list(self.group_invariants.findings)}
-        return {**figures, **self.groups.summary(), **self.skips.figures(logs), **known}
+        shared = self.instance_ids.figures()
+        return {**figures, **self.groups.summary(), **self.skips.figures(logs), **shared, **known}
 
     # ------------------------------------------------------------------ the run directory
 

@@ -315,12 +315,22 @@ def _check_group_protocols(
         msg = f"{source}: [broker]: {exc}"
         raise ScenarioError(msg) from None
     protocols = group_settings.rebalance_protocols(broker, profile)
+    first_of_group: dict[str, int] = {}
     for i, entry in enumerate(consumers):
         try:
-            consumer_settings.check_group_protocol(entry, profile, protocols)
+            consumer_settings.check_group_protocol(entry, profile, protocols, broker["group.consumer.assignors"])
         except SettingError as exc:
             msg = f"{source}: [[consumers]] #{i + 1}: {exc}"
             raise ScenarioError(msg) from None
+        first = first_of_group.setdefault(entry["group.id"], i)
+        if consumers[first]["group.protocol"] != entry["group.protocol"]:
+            msg = (
+                f"{source}: [[consumers]] #{i + 1}: group.protocol: {entry['group.protocol']!r}, but "
+                f"[[consumers]] #{first + 1} of the same group.id {entry['group.id']!r} uses "
+                f"{consumers[first]['group.protocol']!r}: a group of both protocols (KIP-848's online "
+                "migration of a classic group, classic members inside a consumer group) is not modelled yet"
+            )
+            raise ScenarioError(msg)
 
 
 def _fill_profile_defaults(
