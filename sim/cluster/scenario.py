@@ -23,18 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from actors.consumer import settings as consumer_settings
-from actors.group import settings as group_settings
 from actors.group.placement import OFFSETS_TOPIC
 from actors.producer import settings as producer_settings
 from actors.profiles import Profile
 from actors.settings import ACKS, Setting, SettingError, check_table, describe, is_list, suggest
+from sim.cluster.scenario_checks import (
+    ScenarioError,
+    check_group_protocols,
+    check_relations,
+    replica_assignment,
+)
 from sim.cluster.schema import ARRAYS, FAULT_COMMON, SECTIONS, TOPIC_LOG_SETTINGS
 
 __all__ = ["Scenario", "ScenarioError", "blame_overrides", "load_scenario", "parse_scenario", "replica_assignment"]
-
-
-class ScenarioError(ValueError):
-    """A user's mistake in a scenario or an override: one sentence, no traceback."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +290,7 @@ def _resolve(raw: dict[str, Any], source: str) -> Scenario:
         except SettingError as exc:
             msg = f"{source}: [[producers]] #{i + 1}: {exc}"
             raise ScenarioError(msg) from None
-    _check_group_protocols(source, sections["broker"], arrays["consumers"], profile)
+    check_group_protocols(source, sections["broker"], arrays["consumers"], profile)
     _fill_profile_defaults(sections, arrays, profile)
     scenario = Scenario(
         source,
@@ -300,37 +301,8 @@ def _resolve(raw: dict[str, Any], source: str) -> Scenario:
         tuple(arrays["producers"]),
         tuple(arrays["consumers"]),
     )
-    _check_relations(scenario)
+    check_relations(scenario)
     return scenario
-
-
-def _check_group_protocols(
-    source: str, broker: dict[str, Any], consumers: list[dict[str, Any]], profile: Profile
-) -> None:
-    """The group protocols, before the version's defaults fill in what was left unset: Kafka
-    refuses some consumer keys only when they are given."""
-    try:
-        group_settings.check(broker, profile)
-    except SettingError as exc:
-        msg = f"{source}: [broker]: {exc}"
-        raise ScenarioError(msg) from None
-    protocols = group_settings.rebalance_protocols(broker, profile)
-    first_of_group: dict[str, int] = {}
-    for i, entry in enumerate(consumers):
-        try:
-            consumer_settings.check_group_protocol(entry, profile, protocols, broker["group.consumer.assignors"])
-        except SettingError as exc:
-            msg = f"{source}: [[consumers]] #{i + 1}: {exc}"
-            raise ScenarioError(msg) from None
-        first = first_of_group.setdefault(entry["group.id"], i)
-        if consumers[first]["group.protocol"] != entry["group.protocol"]:
-            msg = (
-                f"{source}: [[consumers]] #{i + 1}: group.protocol: {entry['group.protocol']!r}, but "
-                f"[[consumers]] #{first + 1} of the same group.id {entry['group.id']!r} uses "
-                f"{consumers[first]['group.protocol']!r}: a group of both protocols (KIP-848's online "
-                "migration of a classic group, classic members inside a consumer group) is not modelled yet"
-            )
-            raise ScenarioError(msg)
 
 
 def _fill_profile_defaults(
@@ -354,110 +326,3 @@ def _check_table(table: dict[str, Any], settings: tuple[Setting, ...], where: st
     except SettingError as exc:
         msg = f"{where}: {exc}"
         raise ScenarioError(msg) from None
-
-
-def replica_assignment(topic: dict[str, Any], brokers: int) -> list[list[int]]:
-    """The topic's replicas per partition: as given, or round robin from broker 1 (Kafka's
-    assignment starts at a random broker; here it starts at 1, so runs are reproducible)."""
-    if topic["replicas"]:
-        return [list(r) for r in topic["replicas"]]
-    rf = topic["replication.factor"]
-    return [[(p + i) % brokers + 1 for i in range(rf)] for p in range(topic["partitions"])]
-
-
-def _check_topics(scenario: Scenario) -> None:
-    brokers = scenario.sections["cluster"]["brokers"]
-    seen: set[str] = set()
-    for i, topic in enumerate(scenario.topics):
-        where = f"{scenario.source}: [[topics]] #{i + 1} ({topic['name']})"
-        if topic["name"] in seen:
-            msg = f"{where}: name: the topic {topic['name']!r} is defined twice"
-            raise ScenarioError(msg)
-        seen.add(topic["name"])
-        rf = topic["replication.factor"]
-        if not topic["replicas"] and rf > brokers:
-            msg = f"{where}: replication.factor {rf} is above the broker count {brokers}"
-            raise ScenarioError(msg)
-        assignment = topic["replicas"]
-        if assignment and len(assignment) != topic["partitions"]:
-            msg = f"{where}: replicas: {len(assignment)} lists for {topic['partitions']} partitions"
-            raise ScenarioError(msg)
-        for p, replicas in enumerate(assignment):
-            if len(replicas) != rf:
-                msg = f"{where}: replicas: partition {p} has {len(replicas)} replicas, replication.factor is {rf}"
-                raise ScenarioError(msg)
-            if len(set(replicas)) != len(replicas):
-                msg = f"{where}: replicas: partition {p} lists a broker twice: {replicas}"
-                raise ScenarioError(msg)
-            unknown = [b for b in replicas if not 1 <= b <= brokers]
-            if unknown:
-                msg = f"{where}: replicas: partition {p} names broker {unknown[0]}, but the brokers are 1 to {brokers}"
-                raise ScenarioError(msg)
-    for i, producer in enumerate(scenario.producers):
-        if producer["topic"] not in seen:
-            known = ", ".join(sorted(seen)) or "none"
-            msg = (
-                f"{scenario.source}: [[producers]] #{i + 1}: topic: {producer['topic']!r} is not a "
-                f"topic of [[topics]] (defined: {known})"
-            )
-            raise ScenarioError(msg)
-    _check_consumers(scenario, seen)
-
-
-def _check_consumers(scenario: Scenario, topics: set[str]) -> None:
-    """Kafka's client-side checks of a consumer's settings (`ConsumerConfig`, the `Heartbeat`
-    and `ConsumerCoordinator` constructors), and the topics it subscribes to, which must be
-    the scenario's: topics exist before the run and none is created by a subscription."""
-    for i, entry in enumerate(scenario.consumers):
-        where = f"{scenario.source}: [[consumers]] #{i + 1}"
-        for topic in entry["topics"]:
-            if topic not in topics:
-                known = ", ".join(sorted(topics)) or "none"
-                msg = f"{where}: topics: {topic!r} is not a topic of [[topics]] (defined: {known})"
-                raise ScenarioError(msg)
-        if not entry["topics"]:
-            msg = f"{where}: topics: a consumer needs at least one topic"
-            raise ScenarioError(msg)
-        try:
-            consumer_settings.check(entry, scenario.profile)
-        except SettingError as exc:
-            msg = f"{where}: {exc}"
-            raise ScenarioError(msg) from None
-    if scenario.consumers and scenario.get("cluster", "brokers") == 0:
-        msg = f"{scenario.source}: [[consumers]] needs brokers: set [cluster] brokers"
-        raise ScenarioError(msg)
-
-
-def _check_relations(scenario: Scenario) -> None:
-    """Checks that involve more than one key."""
-    if scenario.topics and scenario.sections["cluster"]["brokers"] == 0:
-        msg = f"{scenario.source}: [[topics]] needs brokers: set [cluster] brokers"
-        raise ScenarioError(msg)
-    _check_topics(scenario)
-    net = scenario.sections["network"]
-    if net["latency.max.ms"] < net["latency.min.ms"]:
-        msg = (
-            f"{scenario.source}: [network] latency.max.ms ({net['latency.max.ms']}) is below "
-            f"latency.min.ms ({net['latency.min.ms']})"
-        )
-        raise ScenarioError(msg)
-    for i, fault in enumerate(scenario.faults):
-        if fault["kind"] == "partition":
-            between, isolate = fault["between"], fault["isolate"]
-            if bool(between) == bool(isolate):
-                msg = f"{scenario.source}: [[faults]] #{i + 1}: a partition needs `isolate` or `between`"
-                raise ScenarioError(msg)
-            if between and len(between) != 2:  # noqa: PLR2004 - two sides
-                msg = f"{scenario.source}: [[faults]] #{i + 1}: between: expected two lists of nodes"
-                raise ScenarioError(msg)
-    cluster = scenario.sections["cluster"]
-    if cluster["brokers"] and cluster["metadata.mode"] == "zookeeper" and not scenario.get("zookeeper", "enabled"):
-        msg = (
-            f"{scenario.source}: [zookeeper] enabled = false, but [cluster] metadata.mode = "
-            '"zookeeper" needs the coordination service (use metadata.mode = "static" for a '
-            "cluster without a controller)"
-        )
-        raise ScenarioError(msg)
-    if scenario.sections["cluster"]["brokers"] == 0 and scenario.sections["workload"]["nodes"] == 0:
-        msg = f"{scenario.source}: the scenario has no nodes: set [cluster] brokers (or [workload] nodes)"
-        raise ScenarioError(msg)
