@@ -33,6 +33,8 @@ class App(Enum):
     """Inside `poll()`, waiting for records until the poll's deadline."""
     PROCESSING = "processing"
     """Processing the records the last poll returned."""
+    IDLE = "idle"
+    """Between two polls, until the next instant of its cadence (`poll.every.ms`)."""
     BLOCKED = "blocked"
     """Inside a call that waits for a commit (commitSync, a synchronous pre-rebalance commit,
     a commit in `onPartitionsRevoked`, `close()`)."""

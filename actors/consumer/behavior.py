@@ -8,7 +8,8 @@ form `ClassicKafkaConsumer`), which runs the consumer's parts.
   `worker.queue.records`, and resumes them, before a poll, once the queue has drained. A poll
   waits up to `poll.timeout.ms` for records; every answer that arrives while it waits runs the
   poll's loop again, as `KafkaConsumer.poll` does. A synchronous commit blocks the application
-  until done.
+  until done. With `poll.every.ms` the application polls at fixed instants instead, idle from
+  the end of a poll and its processing to the next one.
 - **Each pass of the loop** throws the fencing error an asynchronous commit was answered with,
   if any, polls the group membership (`GroupMembership.poll`), gives positions to the
   partitions without one, validates positions after a leader change, and returns the records
@@ -82,6 +83,8 @@ class Consumer(Leaving):
             self.commits.on_answered = coordinator.on_commit_answered
         self.app = App.STARTING
         self.app_until_ms = 0
+        self.poll_started_ms = 0
+        """When the application's last `poll()` call began (`poll.every.ms` counts from it)."""
         self.processing = Processing(config.process_record_ms)
         workers = config.processing is ProcessingMode.WORKERS
         self.workers = WorkerPool(config, self.processing, self.subscriptions) if workers else None
@@ -207,7 +210,9 @@ class Consumer(Leaving):
         elif self.app is App.PROCESSING and now >= self.app_until_ms:
             self._processed(out)
         elif self.app is App.POLLING and now >= self.app_until_ms:
-            self._poll(out)  # the poll returned nothing: the application polls again
+            self._poll_next(out)  # the poll returned nothing: the application polls again
+        elif self.app is App.IDLE and now >= self.app_until_ms:
+            self._poll(out)
 
     def _poll(self, out: Out, *, resumed: bool = False) -> None:
         """The application calls `poll()`; or (`resumed`) a `poll()` that a synchronous call
@@ -230,6 +235,8 @@ class Consumer(Leaving):
         if self.config.app_commit is AppCommit.PROCESSED and not resumed and (offsets := self.processing.to_commit()):
             self.commits.commit_offsets_async(out, CommitKind.ASYNC, offsets)
         self.membership.poll_heartbeat(out)
+        if not resumed:
+            self.poll_started_ms = now
         self.app = App.POLLING
         # A poll(0) that finds nothing returns at once, and the application polls again: here
         # no sooner than the next millisecond, so simulated time moves on.
@@ -237,6 +244,17 @@ class Consumer(Leaving):
         self.app_until_ms = now + wait
         out.set_timer("app", wait)
         self._poll_loop(out)
+
+    def _poll_next(self, out: Out) -> None:
+        """The application is done with its last poll (and its records): it polls again, at
+        once or, with `poll.every.ms`, at its next instant."""
+        now = self.clock.now_ms
+        at = self.config.next_poll_ms(self.poll_started_ms, now)
+        if at <= now:
+            self._poll(out)
+            return
+        self.app, self.app_until_ms = App.IDLE, at
+        out.set_timer("app", at - now)
 
     def _resume_poll(self, out: Out) -> None:
         """An answer arrived: a waiting `poll()` runs its loop again."""
@@ -286,7 +304,7 @@ class Consumer(Leaving):
             return
         if cfg.app_commit is AppCommit.ASYNC:
             self.commits.commit_offsets_async(out, CommitKind.ASYNC, self.subscriptions.all_consumed())
-        self._poll(out)
+        self._poll_next(out)
 
     # ------------------------------------------------------------------ the application's calls
 
@@ -362,7 +380,7 @@ class Consumer(Leaving):
         elif then == "poll":
             self._poll(out, resumed=True)  # inside poll(): the rebalance step goes on
         elif then == "next_poll":
-            self._poll(out)
+            self._poll_next(out)
 
     # ------------------------------------------------------------------ the workers
 

@@ -110,10 +110,23 @@ class ConsumerConfig:
     poll_timeout_ms: int = 100
     process_record_ms: int = 0
     start_ms: int = 0
+    poll_every_ms: int = 0
+    """An application that polls at fixed instants, `start_ms + k * poll_every_ms`; 0: again
+    as soon as it has processed what the last poll returned."""
     processing: ProcessingMode = ProcessingMode.POLL_THREAD
     worker_threads: int = 4
     worker_queue_records: int = 500
     """The records waiting in the hand-off queue at which the application pauses partitions."""
+
+    def next_poll_ms(self, last_poll_ms: int, now_ms: int) -> int:
+        """When the application polls again, having started its last poll at `last_poll_ms` and
+        finished with it (and its records) at `now_ms`: at once, or at its cadence's first
+        instant after the last poll and not before now (a poll that overran skips instants)."""
+        every = self.poll_every_ms
+        if every == 0:
+            return now_ms
+        after = max(last_poll_ms + 1, now_ms, self.start_ms)
+        return self.start_ms + -(-(after - self.start_ms) // every) * every
 
     @property
     def member_id_required(self) -> bool:

@@ -76,6 +76,14 @@ SETTINGS = (
     setting("process.record.ms", int, 0, low=0, doc="the application's processing time per record"),
     setting("start.ms", int, 0, low=0),
     setting(
+        "poll.every.ms",
+        int,
+        0,
+        low=0,
+        doc="the application calls poll() at start.ms + k * this, at fixed instants, waiting "
+        "for the next one after a poll and its processing; 0: it polls again as soon as it is done",
+    ),
+    setting(
         "processing",
         str,
         "poll_thread",
@@ -203,6 +211,7 @@ def consumer_config(
         poll_timeout_ms=entry["poll.timeout.ms"],
         process_record_ms=entry["process.record.ms"],
         start_ms=entry["start.ms"],
+        poll_every_ms=entry["poll.every.ms"],
         processing=ProcessingMode(entry["processing"]),
         worker_threads=entry["worker.threads"],
         worker_queue_records=entry["worker.queue.records"],

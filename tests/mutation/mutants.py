@@ -1636,4 +1636,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "        pass\n",
         ("tests/scenarios/test_consumer_protocol_edges.py::test_a_revocation_that_outlasts_the_rebalance_timeout_fences_the_member",),
     ),
+    Mutant(
+        "cadence_polls_at_once_after_processing",
+        "an application with poll.every.ms polls again at its next instant after processing, not at once",
+        "actors/consumer/behavior.py",
+        "            self.commits.commit_offsets_async(out, CommitKind.ASYNC, self.subscriptions.all_consumed())\n        self._poll_next(out)\n",
+        "            self.commits.commit_offsets_async(out, CommitKind.ASYNC, self.subscriptions.all_consumed())\n        self._poll(out)\n",
+        ("tests/scenarios/test_revocation_gap.py::test_an_application_with_a_cadence_polls_only_at_its_instants",),
+    ),
+    Mutant(
+        "cadence_empty_poll_polls_again_at_once",
+        "an application with poll.every.ms whose poll returned nothing waits for its next instant",
+        "actors/consumer/behavior.py",
+        "            self._poll_next(out)  # the poll returned nothing: the application polls again\n",
+        "            self._poll(out)  # the poll returned nothing: the application polls again\n",
+        ("tests/scenarios/test_revocation_gap.py::test_an_application_with_a_cadence_polls_only_at_its_instants",),
+    ),
 )
