@@ -1557,7 +1557,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "group_of_both_protocols_runs",
         "a group.id whose consumers use both protocols is refused: online migration and classic members in a "
         "consumer group are not modelled",
-        "sim/cluster/scenario.py",
+        "sim/cluster/scenario_checks.py",
         '        if consumers[first]["group.protocol"] != entry["group.protocol"]:\n',
         "        if False:\n",
         ("tests/unit/test_consumer_protocol_inputs.py::test_one_group_of_both_protocols_is_refused_as_not_modelled",),
