@@ -54,6 +54,14 @@ class ConsumerGroupScan:
         self.facts.consumer_setup[e["node"]] = {"group_id": e["group_id"], "protocol": protocol,
                                                 "static": e["group_instance_id"] is not None}
 
+    def _on_consumer_group_state_changed(self, e: dict[str, Any]) -> None:
+        """A coordinator that created, loaded or changed the group coordinates it."""
+        if e["state"] != "Dead":
+            seen = self.facts.group_coordinators.setdefault(e["group_id"], [])
+            if e["node"] not in seen:
+                seen.append(e["node"])
+        self.facts.group_epochs[e["group_id"]] = e["group_epoch"]
+
     def _on_membership_state_changed(self, e: dict[str, Any]) -> None:
         if e["member_id"]:
             self._see_member(e["member_id"], e["node"])
@@ -77,9 +85,9 @@ class ConsumerGroupScan:
             member = pending["removed"]
         trigger = {"reason": e["reason"], "member_id": member, "ts_ms": e["ts_ms"]}
         pending["triggers"].append(trigger)
+        self.facts.group_epochs[e["group_id"]] = e["group_epoch"]
         if member is None:  # a join or a new subscription: its member's record follows (even after the target)
             pending["open"] = [*(t for t in pending["open"] if t["ts_ms"] == e["ts_ms"]), trigger]
-        self.facts.group_epochs[e["group_id"]] = e["group_epoch"]
 
     def _on_consumer_member_changed(self, e: dict[str, Any]) -> None:
         """A joining or resubscribing member names the bump of its heartbeat (logged before
@@ -108,7 +116,6 @@ class ConsumerGroupScan:
             {"ts_ms": e["ts_ms"], "group_id": e["group_id"], "coordinator": e["node"], "epoch": e["assignment_epoch"],
              "members": label_members(members), "triggers": pending["triggers"]})
         pending["triggers"] = []
-        self.facts.group_epochs.setdefault(e["group_id"], e["assignment_epoch"])
 
     def finish_consumer_groups(self) -> None:
         """Triggers name their consumer once every member id is known."""

@@ -84,6 +84,8 @@ class RunFacts:
     """Consumer node -> `group_id`, `protocol`, `static` (a `group.instance.id`), as last started."""
     group_epochs: dict[str, int] = field(default_factory=dict)
     """A consumer group's last group epoch."""
+    group_coordinators: dict[str, list[str]] = field(default_factory=dict)
+    """A consumer group's coordinators, in the order they took it."""
     target_assignments: list[dict[str, Any]] = field(default_factory=list)
     """`ts_ms`, `group_id`, `coordinator`, `epoch`, `members` ([consumer, of an ended process,
     partitions]), `triggers` ([{reason, consumer}] of the epoch bumps since the last target)."""
