@@ -49,9 +49,10 @@ def epoch_word(facts: RunFacts, group_id: str) -> str:
 
 
 def rebalance_word(facts: RunFacts) -> str:
-    """What summary.json's `rebalances` counts in this run."""
+    """What summary.json's `rebalances` counts in a run with a consumer group (a classic run's
+    rebalances are its generations, as they always were)."""
     kinds = {"target assignments" if is_consumer_group(facts, g) else "generations" for g in facts.group_protocols}
-    return f" ({' and '.join(sorted(kinds, reverse=True))})" if kinds else ""
+    return f" ({' and '.join(sorted(kinds, reverse=True))})" if "target assignments" in kinds else ""
 
 
 def close_tail(facts: RunFacts, nodes: list[str]) -> str:

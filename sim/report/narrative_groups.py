@@ -125,8 +125,9 @@ def rebalance_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
     ]
     for group in _grouped_chain(rows):
         first, last = group[0], group[-1]
-        if len(group) == 1:
-            out.append((first["ts_ms"], 4, _rebalance(first)))
+        if len(group) == 1:  # told at the time its sentence gives: the formation, when no trigger began it
+            told = first["formed_ms"] if first["generation_id"] == 1 or first["trigger"] is None else first["ts_ms"]
+            out.append((told, 4, _rebalance(first)))
             continue
         durations = [r["formed_ms"] - r["ts_ms"] for r in group]
         who = join(r["trigger"]["member"] for r in group)
