@@ -20,6 +20,14 @@ from sim.report.narrative_groups import (
     rebalance_moments,
     skip_moments,
 )
+from sim.report.narrative_consumer import (
+    close_tail,
+    failure_moments,
+    known_bug_lines,
+    member_moments,
+    rebalance_word,
+    target_moments,
+)
 from sim.report.narrative_text import (
     GAP_MS,
     at,
@@ -53,13 +61,13 @@ def narrate(summary: dict[str, Any], facts: RunFacts) -> Story:
     """The story of one run: at most MAX_LINES sentences. Every sentence states only what the
     log shows: each span it names opens and closes on the events that open and close it, and
     changes told together share the time the sentence gives (to its tenth of a second)."""
-    headline = _headline(summary)
+    headline = [*_headline(summary), *known_bug_lines(summary)]
     moments = [text for _, _, text in sorted(_moments(summary, facts))]
     room = MAX_LINES - len(headline) - 1
     if len(moments) > room:
         hidden = len(moments) - room + 1
         moments = [*moments[: room - 1], f"... and {hidden} more moments: see the tables below."]
-    return Story(headline, moments, _figures(summary))
+    return Story(headline, moments, _figures(summary, facts))
 
 
 def _broker(broker_id: int) -> str:
@@ -130,12 +138,12 @@ def _copies(record: dict[str, Any]) -> str:
     return f"{record['value']} at {record['partition']} offsets {join(str(o) for o in record['offsets'])}"
 
 
-def _figures(summary: dict[str, Any]) -> str:
+def _figures(summary: dict[str, Any], facts: RunFacts) -> str:
     parts = [f"{summary['events']} events over {seconds(summary['sim_ms'])} simulated"]
     if summary.get("produced"):
         parts.append(f"{summary['produced']} records produced, {summary['acked']} acknowledged")
     if summary.get("consumed"):
-        parts.append(f"{summary['consumed']} consumed, {summary['rebalances']} rebalances")
+        parts.append(f"{summary['consumed']} consumed, {summary['rebalances']} rebalances{rebalance_word(facts)}")
     return "Figures: " + "; ".join(parts) + "."
 
 
@@ -151,6 +159,9 @@ def _moments(summary: dict[str, Any], facts: RunFacts) -> list[tuple[int, int, s
     out += _hw_moments(facts)
     out += _fault_moments(summary, facts)
     out += rebalance_moments(facts)
+    out += target_moments(facts)
+    out += member_moments(facts)
+    out += failure_moments(summary)
     out += owner_gap_moments(facts)
     out += out_of_group_moments(facts)
     out += duplicate_moments(summary)
@@ -336,8 +347,7 @@ def _closes(restarts: list[dict[str, Any]], facts: RunFacts) -> list[tuple[int, 
     if len(closed) == 1:
         return [*out, (closed[0]["ts_ms"], 0, f"At {times} {nodes[0]}'s application called close() and its process restarted.")]
     return [*out, (closed[0]["ts_ms"], 0, (
-        f"At {times} {join(nodes)} in turn called close() and restarted (a rolling restart): each commits what it "
-        f"processed, revokes its partitions and leaves the group before its process exits."
+        f"At {times} {join(nodes)} in turn called close() and restarted (a rolling restart): {close_tail(facts, nodes)}"
     ))]
 
 

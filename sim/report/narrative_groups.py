@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sim.report.narrative_consumer import epoch_word
 from sim.report.narrative_text import GAP_MS, grouped, join, node_order, partitions, seconds, span
 from sim.report.run_facts import RunFacts
 
@@ -30,6 +31,16 @@ CAUSE_WHY = {
     "onPartitionsRevoked",
     "log_truncation_or_reset": "the consumer's position was reset (auto.offset.reset after a truncation or an "
     "out-of-range offset) below what it had processed",
+    "offsets_expired_reset": "the group's committed offsets had expired, and auto.offset.reset chose a position "
+    "below what it had processed",
+    "kafka_14024": "Kafka 3.2.0's consumer did not wait for its commit before a rebalance (KAFKA-14024), so the next "
+    "owner resumed from an older offset",
+    "kafka_14196": "Kafka 3.2.1 and 3.2.2's consumer kept returning their records while its commit before a rebalance "
+    "was in flight (KAFKA-14196), and the next owner resumed from that commit",
+    "kafka_14639": "the leader's assignor threw away their owner's claim for its older generation and gave them to "
+    "another member while it still held them (KAFKA-14639)",
+    "kafka_16460": "the consumer-protocol client of Kafka 3.7 to 3.9 kept returning their records while the commit "
+    "before their revocation was in flight (KAFKA-16460), and the next owner resumed from that commit",
 }
 
 
@@ -58,9 +69,10 @@ def consumer_crash(crash: dict[str, Any], summary: dict[str, Any], facts: RunFac
     node, at = crash["consumer"], crash["ts_ms"]
     text = f"At {seconds(at)} {node} crashed ({crash['kind']})"
     gaps = _after_crash(crash, facts)
+    group = next((h["group_id"] for h in facts.holds if h["consumer"] == node), "")
     for i, ((to, generation), ps) in enumerate(gaps.items()):
         whose = f"its partition{'s' if len(ps) > 1 else ''} " if i == 0 else ""
-        until = f" until generation {generation}" if generation is not None else ", to the end of the run"
+        until = f" until {epoch_word(facts, group)} {generation}" if generation is not None else ", to the end of the run"
         text += f"; {whose}{partitions(ps)} had no owner for {span(to - at)}{until}"
     if crash["last_commit_ms"] is None:
         since = "without having committed"
@@ -113,8 +125,9 @@ def rebalance_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
     ]
     for group in _grouped_chain(rows):
         first, last = group[0], group[-1]
-        if len(group) == 1:
-            out.append((first["ts_ms"], 4, _rebalance(first)))
+        if len(group) == 1:  # told at the time its sentence gives: the formation, when no trigger began it
+            told = first["formed_ms"] if first["generation_id"] == 1 or first["trigger"] is None else first["ts_ms"]
+            out.append((told, 4, _rebalance(first)))
             continue
         durations = [r["formed_ms"] - r["ts_ms"] for r in group]
         who = join(r["trigger"]["member"] for r in group)
@@ -197,7 +210,8 @@ def owner_gap_moments(facts: RunFacts) -> list[tuple[int, int, str]]:
         first = group[0]
         why = {"partitions_revoked": "revoked", "partitions_lost": "lost", "node_stopped": "its owner's process exited"}
         end = first["to_ms"] or facts.end_ms
-        until = f"until generation {first['generation_id']}" if first["to_ms"] is not None else "to the end of the run"
+        word = epoch_word(facts, first["group_id"])
+        until = f"until {word} {first['generation_id']}" if first["to_ms"] is not None else "to the end of the run"
         out.append((first["ts_ms"], 5, (
             f"From {seconds(first['ts_ms'])} {partitions(g['partition'] for g in group)} of group {first['group_id']} "
             f"had no owner ({why.get(first['why'], first['why'])}) for {span(end - first['ts_ms'])}, {until}."

@@ -22,7 +22,16 @@ from typing import Any
 from sim.report import fmt
 from sim.report.fault_lane import marks
 from sim.report.narrative import narrate
-from sim.report.page_tables import by_cause, controller_section, details_table, faults_table, findings, isr_section
+from sim.report.narrative_consumer import rebalance_word
+from sim.report.page_tables import (
+    by_cause,
+    controller_section,
+    details_table,
+    faults_table,
+    findings,
+    groups_table,
+    isr_section,
+)
 from sim.report.plots import plot_ownership, plot_pings
 from sim.report.replica_plots import MAX_REPLICA_PLOTS, eventful_partitions, plot_replicas, steady_text
 from sim.report.run_facts import RunFacts, scan_events
@@ -136,7 +145,8 @@ seed {summary['seed']}: rerun with <code>kafkasim run {html.escape(str(run_dir))
 <h2>Faults</h2>
 {faults_table(facts)}
 <h2>Findings</h2>
-{findings(summary)}
+{findings(summary, rebalance_word(facts))}
+{"<h2>Consumer groups</h2>" + groups_table(facts) if facts.group_protocols else ""}
 <h2>Duplicates by cause</h2>
 {by_cause(summary.get("duplicates_by_cause", {}), "duplicates-by-cause")}
 <h2>Skipped by cause</h2>
@@ -149,7 +159,7 @@ seed {summary['seed']}: rerun with <code>kafkasim run {html.escape(str(run_dir))
 {controller_section(facts)}
 {_spark_sections(analysis)}
 <h2>Run details</h2>
-{details_table(summary)}
+{details_table(summary, facts)}
 </body></html>
 """
     # Written beside and renamed: a full disk leaves the previous report, not half of this one.

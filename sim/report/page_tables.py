@@ -12,7 +12,8 @@ from sim.report.fault_lane import fault_rows
 from sim.report.replica_plots import is_startup
 from sim.report.run_facts import RunFacts
 
-__all__ = ["by_cause", "controller_section", "details_table", "faults_table", "findings", "isr_section", "seconds"]
+__all__ = ["by_cause", "controller_section", "details_table", "faults_table", "findings", "groups_table", "isr_section",
+           "seconds"]
 
 FINDINGS = {
     "acked": "records acknowledged",
@@ -43,9 +44,28 @@ def seconds(ms: int) -> str:
     return f"{ms / 1000:.3f}"
 
 
-def findings(summary: dict[str, Any]) -> str:
-    rows = {label: summary[key] for key, label in FINDINGS.items() if key in summary}
+def findings(summary: dict[str, Any], rebalances: str = "") -> str:
+    """`rebalances`: what the run's rebalances are (` (target assignments)` for consumer groups)."""
+    rows = {label + (rebalances if key == "rebalances" else ""): summary[key] for key, label in FINDINGS.items() if key in summary}
     return fmt.kv_table(rows, table_id="findings")
+
+
+def groups_table(facts: RunFacts) -> str:
+    """Each consumer group: its protocol, its coordinators, and its rebalances as its protocol
+    counts them: a classic group's generations formed with members and its last generation, a
+    consumer group's target assignments and its last group epoch."""
+    rows = []
+    for group, protocol in sorted(facts.group_protocols.items()):
+        if protocol == "consumer":
+            targets = [t for t in facts.target_assignments if t["group_id"] == group]
+            rows.append([group, "consumer (KIP-848)", facts.group_coordinators.get(group, []), f"{len(targets)} target assignments",
+                         f"group epoch {facts.group_epochs[group]}" if group in facts.group_epochs else ""])
+        else:
+            formed = [r for r in facts.rebalances if r["group_id"] == group and r["members"]]
+            last = max((r["generation_id"] for r in facts.rebalances if r["group_id"] == group), default=None)
+            rows.append([group, "classic", sorted({r["coordinator"] for r in formed}), f"{len(formed)} generations formed",
+                         "" if last is None else f"generation {last}"])
+    return fmt.rows_table(["group", "protocol", "coordinators", "rebalances", "last"], rows, "groups")
 
 
 def by_cause(counts: dict[str, int], table_id: str) -> str:
@@ -112,9 +132,12 @@ def _list_cell(key: str, items: list[Any]) -> str:
     return f"<details><summary>{html.escape(fmt.plural(len(items), word))}{more}</summary>{table}</details>"
 
 
-def details_table(summary: dict[str, Any]) -> str:
-    """summary.json but the spans, each value in words."""
+def details_table(summary: dict[str, Any], facts: RunFacts | None = None) -> str:
+    """summary.json but the spans, each value in words; and the groups' protocol (`group.protocol`)."""
     rows = []
+    if facts is not None and facts.group_protocols:
+        protocols = "; ".join(f"{g} {p}" for g, p in sorted(facts.group_protocols.items()))
+        rows.append(f"<tr><th>group protocol</th><td>{fmt.breakable(protocols)}</td></tr>")
     for key, value in summary.items():
         if key in ("duplicate_spans", "skip_spans"):
             continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sim.report.consumer_group_facts import handoff_gaps, is_consumer_group
 from sim.report.fault_lane import KINDS, Mark, draw_guides, draw_lane, glyph, lane_height, lay_out
 from sim.report.narrative_text import node_order
 from sim.report.run_facts import RunFacts
@@ -35,6 +36,9 @@ LANE_PX = 14
 """A partition's lane in a consumer's row."""
 SHORTEST_SPAN_PX = 8
 """A duplicate span one poll long stays visible on a long run."""
+HANDOFF_COLOUR = "#555555"
+"""A consumer-protocol partition between its revocation and its next owner: a grey dotted bar
+on the revoking consumer's lane of it."""
 
 
 def legend(svg: Svg, items: list[tuple[str, str]], top: float) -> float:
@@ -119,13 +123,23 @@ def plot_ownership(
         y0 = row_top[h["consumer"]] + lane_of * LANE_PX
         x0, x1 = axis.x(h["from_ms"]), axis.x(facts.end_ms if h["to_ms"] is None else h["to_ms"])
         until = "the end" if h["to_ms"] is None else f"{h['to_ms'] / 1000:.3f} s ({h['ended_by']})"
-        words = f"{h['partition']} g{h['generation_id']}"
-        parts = [svg.title(f"{h['consumer']} held {h['partition']} in generation {h['generation_id']} "
-                           f"from {h['from_ms'] / 1000:.3f} s to {until}"),
+        epoch = is_consumer_group(facts, h["group_id"])  # a consumer group's holds carry member epochs
+        words = f"{h['partition']} {'e' if epoch else 'g'}{h['generation_id']}"
+        held_in = f"at member epoch {h['generation_id']}" if epoch else f"in generation {h['generation_id']}"
+        parts = [svg.title(f"{h['consumer']} held {h['partition']} {held_in} from {h['from_ms'] / 1000:.3f} s to {until}"),
                  svg.rect(x0, y0, max(x1 - x0, 1), LANE_PX - 2, fill=colour[h["partition"]], fill_opacity=0.8)]
         if x1 - x0 >= len(words) * 5.6 + 6:
             parts.append(svg.text(x0 + 3, y0 + LANE_PX - 4.5, words, font_size=9.5, fill="#111"))
         svg.add(svg.group(*parts, class_="hold"))
+    gaps = handoff_gaps(facts)
+    for g in gaps:
+        y0 = row_top[g["consumer"]] + by_group[g["group_id"]].index(g["partition"]) * LANE_PX
+        x0 = axis.x(g["from_ms"])
+        to = facts.end_ms if g["to_ms"] is None else g["to_ms"]
+        svg.add(svg.group(svg.title(_handoff_tip(g, to)),
+                          svg.rect(x0, y0 + 2, max(axis.x(to) - x0, 2), LANE_PX - 6, fill="none", stroke=HANDOFF_COLOUR,
+                                   stroke_width=1.2, stroke_dasharray="1.5 1.5"),
+                          class_="handoff-gap"))
     causes = sorted({s["cause"] for s in spans})
     fills = [_hatch(svg, i, CAUSE_COLOURS[i % len(CAUSE_COLOURS)]) for i in range(len(causes))]
     for s in spans:
@@ -156,6 +170,9 @@ def plot_ownership(
     axis.draw(svg, bottom + 2)
     items = fault_key(svg, lane)
     items += [("header", "partitions")] + [(svg.rect(0, 0, 24, 12, fill=colour[p], fill_opacity=0.8), p) for p in every]
+    if gaps:
+        items += [("header", "consumer protocol"),
+                  (svg.rect(0, 2, 24, 8, fill="none", stroke=HANDOFF_COLOUR, stroke_dasharray="1.5 1.5"), "revoked, not yet reassigned")]
     if causes:
         items.append(("header", "processed again"))
         items += [(svg.rect(0, 0, 24, 12, fill=fills[i], stroke=CAUSE_COLOURS[i % len(CAUSE_COLOURS)]), c)
@@ -167,6 +184,14 @@ def plot_ownership(
     end = legend(svg, items, 4)
     svg.height = max(bottom + 40, end + 4)
     return svg.render()
+
+
+def _handoff_tip(g: dict[str, Any], to: int) -> str:
+    revoked = f"{g['consumer']} revoked {g['partition']} at {g['from_ms'] / 1000:.3f} s"
+    if g["to_ms"] is None:
+        return f"{revoked}; no member was assigned it again: {(to - g['from_ms']) / 1000:.3f} s without an owner to the end"
+    return (f"{revoked}; {g['next_consumer']} was assigned it at {to / 1000:.3f} s (member epoch {g['member_epoch']}): "
+            f"{(to - g['from_ms']) / 1000:.3f} s without an owner")
 
 
 def plot_pings(analysis: dict[str, Any]) -> str | None:

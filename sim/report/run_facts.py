@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from sim.engine.trace import KERNEL_FAULT_EVENTS
+from sim.report.consumer_group_facts import ConsumerGroupScan
 
 __all__ = ["FAULT_EVENTS", "HW_STALL_MS", "RunFacts", "scan_events"]
 
@@ -76,6 +77,22 @@ class RunFacts:
     admin_actions: list[dict[str, Any]] = field(default_factory=list)
     """The operator's commands as they were answered: `ts_ms`, `operation` (the `admin` fault's),
     `group_id` (null for `list_groups`), `error`, `detail` (a reset's target, or empty)."""
+    # KIP-848 consumer groups (sim/report/consumer_group_facts.py)
+    group_protocols: dict[str, str] = field(default_factory=dict)
+    """Group -> `classic` or `consumer` (its consumers' `group.protocol`)."""
+    consumer_setup: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Consumer node -> `group_id`, `protocol`, `static` (a `group.instance.id`), as last started."""
+    group_epochs: dict[str, int] = field(default_factory=dict)
+    """A consumer group's last group epoch."""
+    group_coordinators: dict[str, list[str]] = field(default_factory=dict)
+    """A consumer group's coordinators, in the order they took it."""
+    target_assignments: list[dict[str, Any]] = field(default_factory=list)
+    """`ts_ms`, `group_id`, `coordinator`, `epoch`, `members` ([consumer, of an ended process,
+    partitions]), `triggers` ([{reason, consumer}] of the epoch bumps since the last target)."""
+    member_removals: list[dict[str, Any]] = field(default_factory=list)
+    """`consumer_member_removed`: `ts_ms`, `group_id`, `coordinator`, `member_id`, `consumer`,
+    `member_epoch`, `reason`, `instance_id`, `successor` (a replacing member's `consumer`,
+    `member_epoch`, `assigned`, or null)."""
 
 
 def scan_events(path: Path, end_ms: int = 0) -> RunFacts:
@@ -93,7 +110,7 @@ def _tp(event: dict[str, Any]) -> str:
     return f"{event['topic']}-{event['partition']}"
 
 
-class _Scan:
+class _Scan(ConsumerGroupScan):
     """The pass's state; `see` takes events in log order."""
 
     def __init__(self) -> None:
@@ -114,6 +131,7 @@ class _Scan:
         self.member_process: dict[str, int] = {}  # member id -> when the process that had it started
         self.removals: dict[tuple[str, str], dict[str, Any]] = {}  # (group, member id) -> its first removal
         self.pending_commits: dict[tuple[str, int], str] = {}
+        self._bumps: dict[tuple[str, str], dict[str, Any]] = {}  # (coordinator, group) -> epoch bumps since its last target
 
     def see(self, e: dict[str, Any]) -> None:
         self.facts.end_ms = e["ts_ms"]
@@ -384,6 +402,7 @@ class _Scan:
 
     def finish(self) -> RunFacts:
         facts = self.facts
+        self.finish_consumer_groups()
         for gap in self.leaderless.values():
             facts.leaderless.append(gap)
         for key, state in self.hw.items():

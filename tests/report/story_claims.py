@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from tests.properties.group_recount import Recount, recount
+from tests.report.story_claims_consumer import CONSUMER_SENTENCES, ConsumerClaims, protocol_of
 
 __all__ = ["check"]
 
@@ -215,7 +216,7 @@ def owned(all_holds: list[Hold], group: str, p: str, start: int, end: int) -> bo
 
 
 @dataclass
-class Checker:
+class Checker(ConsumerClaims):
     log: Log
     holds: list[Hold]
     spells: dict[str, list[tuple[int, int | None, int, str, int | None]]]
@@ -292,9 +293,18 @@ class Checker:
             self.log.summary["produced"], self.log.summary["acked"]
         ):
             return "produced or acknowledged differ from summary.json"
-        consumed = re.search(r"(\d+) consumed, (\d+) rebalances", rest)
+        consumed = re.search(r"(\d+) consumed, (\d+) rebalances(?: \((.+)\))?$", rest)
         if consumed and int(consumed.group(1)) != self.log.recount.consumed:
             return "the log's recount consumed another number"
+        if consumed:  # a classic group's generations formed with members, a consumer group's target assignments
+            generations = sum(1 for e in self.log.of("generation_started") if e["members"])
+            targets = sum(1 for e in self.log.of("target_assignment_computed"))
+            if int(consumed.group(2)) != generations + targets:
+                return f"the log has {generations} generations and {targets} target assignments"
+            groups = {e["group_id"] for e in self.log.of("consumer_started")}
+            kinds = {"target assignments" if protocol_of(self.log, g) == "consumer" else "generations" for g in groups}
+            if consumed.group(3) is not None and consumed.group(3) != " and ".join(sorted(kinds, reverse=True)):
+                return f"its groups count {kinds}"
         return None
 
     # the controller, elections and ISRs
@@ -445,10 +455,13 @@ class Checker:
             return "it held nothing"
         group = held[0].group
         for part in filter(None, owners.split("; ")):
-            found = re.fullmatch(r"(?:its partitions? )?(.+) had no owner for (\d+\.\d) s(?: until generation (\d+)|, to the end of the run)", part)
+            found = re.fullmatch(r"(?:its partitions? )?(.+) had no owner for (\d+\.\d) s(?: until (generation|member epoch) (\d+)|, "
+                                 r"to the end of the run)", part)
             if not found:
                 return f"cannot read {part!r}"
-            listed, length, generation = found.groups()
+            listed, length, word, generation = found.groups()
+            if word and word != self._epoch_word(group):
+                return f"group {group} has no {word}s"
             for p in names(listed)[0]:
                 later = sorted((h for h in self.holds if h.group == group and h.partition == p and h.start >= at), key=lambda h: h.start)
                 to = later[0].start if later else self.log.end
@@ -558,7 +571,13 @@ class Checker:
             return "the generations formed otherwise"
         return None
 
-    def owner_gap(self, start: str, parts: str, group: str, why: str, length: str, generation: str | None) -> str | None:
+    def _epoch_word(self, group: str) -> str:
+        """What a consumer's `generation_id` is in `group`: a consumer group's member epoch."""
+        return "member epoch" if protocol_of(self.log, group) == "consumer" else "generation"
+
+    def owner_gap(self, start: str, parts: str, group: str, why: str, length: str, word: str | None, generation: str | None) -> str | None:
+        if word and word != self._epoch_word(group):
+            return f"group {group} has no {word}s"
         def holds(p: str) -> bool:
             ends = [h.end for h in self.holds if h.group == group and h.partition == p and h.end is not None and s(h.end) == start]
             for end in ends:
@@ -677,8 +696,8 @@ SENTENCES: list[tuple[str, str]] = [
      "rebalance"),
     (rf"From {T} to {T} group ({G}) rebalanced (\d+) times as (.+) (joined|left \(LeaveGroup\)|was expelled \(session "
      rf"timeout\)|was removed \(\w+\)): generations (\d+) to (\d+), each formed in .*", "rebalances"),
-    (rf"From {T} (.+) of group (\S+) had no owner \((.+?)\) for {T}, (?:until generation (\d+)|to the end of the run)\.",
-     "owner_gap"),
+    (rf"From {T} (.+) of group (\S+) had no owner \((.+?)\) for {T}, (?:until (generation|member epoch) (\d+)|to the end of "
+     r"the run)\.", "owner_gap"),
     (rf"From {T} (consumer-\d+), still running, was out of group (\S+) for {T}, (?:until generation (\d+) took it back|to "
      r"the end of the run): the coordinator removed it \((.+)\)\.", "out_of_group"),
     (rf"(?:At {T}|From {T} to {T}) (.+) processed again (\d+) records \((\w+)\): (.+?); .*", "duplicates"),
@@ -686,6 +705,7 @@ SENTENCES: list[tuple[str, str]] = [
      r".*", "skips"),
     (r"(\S+) lost (\d+) acknowledged records?: (.+)\.", "lost"),
     (r"\.\.\. and \d+ more moments: see the tables below\.", "more"),
+    *CONSUMER_SENTENCES,
 ]
 
 

@@ -17,6 +17,7 @@ from sim.studies.builtin import load_study
 from sim.studies.runner import run_scenario
 from tests.properties import group_swarm
 from tests.report.story_claims import check
+from tests.report.test_consumer_protocol_report import PROTOCOLS
 
 HERE = Path(__file__).parent
 EXAMPLES = HERE.parent.parent / "examples"
@@ -28,9 +29,14 @@ STORIES = {
     "a zombie past max.poll.interval.ms": (EXAMPLES / "06_slow_poll_zombie.toml", []),
     "worker threads skip records": (EXAMPLES / "11_skipped_records.toml", ["consumers.1.processing=workers"]),
     "an operator's reset skips records": (EXAMPLES / "11_operator_reset.toml", []),
+    **{f"example 12, {name}": (EXAMPLES / "12_rebalance_protocols.toml", overrides) for name, overrides in PROTOCOLS.items()},
+    "KAFKA-14639 on 3.3.2": (HERE / "kafka_14639.toml", []),
 }
 """Runs whose stories use the other forms of sentence: lost writes, an unclean election, a
-truncation, a zombie, and skipped records of two causes."""
+truncation, a zombie, skipped records of two causes, every rebalance protocol under the same
+faults (the consumer protocol's target assignments, fenced and replaced members, a fatal
+UNRELEASED_INSTANCE_ID), and a known Kafka bug."""
+CONSUMER_SWARM_SEEDS = range(1, 11)
 
 
 def _story(run_dir: Path, summary: dict) -> list[str]:
@@ -52,6 +58,13 @@ def test_two_brokers_crash_in_turn_and_a_restarted_leader_resumes(tmp_path: Path
 @pytest.mark.parametrize("seed", SWARM_SEEDS)
 def test_no_claim_of_a_swarm_runs_story_is_contradicted_by_its_log(seed: int, tmp_path: Path) -> None:
     run = group_swarm.run(seed, tmp_path)
+    assert check(tmp_path, _story(tmp_path, run.summary)) == []
+
+
+@pytest.mark.parametrize("seed", CONSUMER_SWARM_SEEDS)
+def test_no_claim_of_a_consumer_protocol_swarm_runs_story_is_contradicted_by_its_log(seed: int, tmp_path: Path) -> None:
+    """The group swarm's fault plans under KIP-848's consumer protocol on 4.0."""
+    run = group_swarm.run(seed, tmp_path, "consumer")
     assert check(tmp_path, _story(tmp_path, run.summary)) == []
 
 
