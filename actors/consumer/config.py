@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import cache
 
 from actors.profiles import Profile
 
@@ -62,6 +63,12 @@ class JoinPrepareCommit(Enum):
         if version < (3, 2, 3):
             return cls.ASYNC_AWAITED
         return cls.PENDING_REVOCATION
+
+
+@cache
+def _profile(version: tuple[int, int, int]) -> Profile:
+    """The version's profile, built once: the consumer reads its flags on every poll."""
+    return Profile.for_version(".".join(str(n) for n in version))
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,41 +166,37 @@ class ConsumerConfig:
     @property
     def older_generation_claims(self) -> bool:
         """KAFKA-14639 (3.4.1): see `Profile.older_generation_claims`."""
-        return Profile.for_version(self.version_text).older_generation_claims
+        return _profile(self.version).older_generation_claims
 
     @property
     def subscription_generation_field(self) -> bool:
         """KIP-792 (3.4.0): see `Profile.subscription_generation_field`."""
-        return Profile.for_version(self.version_text).subscription_generation_field
+        return _profile(self.version).subscription_generation_field
 
     @property
     def reset_generation_on_sync_rebalance(self) -> bool:
         """KAFKA-13891 (3.3.0 and 3.3.1 only): see `Profile.reset_generation_on_sync_rebalance`."""
-        return Profile.for_version(self.version_text).reset_generation_on_sync_rebalance
+        return _profile(self.version).reset_generation_on_sync_rebalance
 
     @property
     def client_generated_member_id(self) -> bool:
         """KIP-1082 (4.0): see `Profile.client_generated_member_id`."""
-        return Profile.for_version(self.version_text).client_generated_member_id
+        return _profile(self.version).client_generated_member_id
 
     @property
     def pending_revocation_before_reconcile_commit(self) -> bool:
         """KAFKA-16460 (4.0): see `Profile.pending_revocation_before_reconcile_commit`."""
-        return Profile.for_version(self.version_text).pending_revocation_before_reconcile_commit
+        return _profile(self.version).pending_revocation_before_reconcile_commit
 
     @property
     def auto_commit_positions_at_poll(self) -> bool:
         """KAFKA-18641 (4.0): see `Profile.auto_commit_positions_at_poll`."""
-        return Profile.for_version(self.version_text).auto_commit_positions_at_poll
+        return _profile(self.version).auto_commit_positions_at_poll
 
     @property
     def reconcile_on_application_poll(self) -> bool:
         """4.0: see `Profile.reconcile_on_application_poll`."""
-        return Profile.for_version(self.version_text).reconcile_on_application_poll
-
-    @property
-    def version_text(self) -> str:
-        return ".".join(str(n) for n in self.version)
+        return _profile(self.version).reconcile_on_application_poll
 
     @property
     def join_prepare_commit(self) -> JoinPrepareCommit:
