@@ -25,6 +25,7 @@ from actors.consumer.behavior import Consumer
 from actors.consumer.config import AppCommit, ConsumerConfig
 from actors.consumer.consumer_membership import ConsumerMembershipManager
 from actors.consumer.settings import consumer_config
+from sim.cluster.scenario import parse_scenario
 from actors.core import Address, CancelTimer, Ctx, Emit, Inbound, Out, Send, SetTimer
 from actors.profiles import Profile
 from protocols.application import ApplicationCall
@@ -473,34 +474,11 @@ def test_a_poll_timeout_leaves_goes_stale_and_the_next_poll_rejoins() -> None:
 
 
 def test_a_scenario_entry_builds_a_consumer_protocol_consumer() -> None:
-    entry = {
-        "group.id": "g",
-        "topics": ["T"],
-        "group.protocol": "consumer",
-        "group.remote.assignor": "uniform",
-        "session.timeout.ms": 45000,
-        "heartbeat.interval.ms": 3000,
-        "max.poll.interval.ms": 300000,
-        "max.poll.records": 500,
-        "fetch.min.bytes": 1,
-        "fetch.max.wait.ms": 500,
-        "max.partition.fetch.bytes": 1048576,
-        "enable.auto.commit": True,
-        "auto.commit.interval.ms": 5000,
-        "auto.offset.reset": "latest",
-        "partition.assignment.strategy": ["range"],
-        "request.timeout.ms": 30000,
-        "retry.backoff.ms": 100,
-        "retry.backoff.max.ms": 1000,
-        "default.api.timeout.ms": 60000,
-        "commit": "none",
-        "poll.timeout.ms": 100,
-        "process.record.ms": 0,
-        "start.ms": 0,
-        "processing": "poll_thread",
-        "worker.threads": 4,
-        "worker.queue.records": 500,
-    }
+    text = (
+        '[kafka]\nversion = "4.0"\n[cluster]\nbrokers = 1\n[[topics]]\nname = "T"\npartitions = 2\n'
+        '[[consumers]]\n"group.id" = "g"\ntopics = ["T"]\n"group.protocol" = "consumer"\n"group.remote.assignor" = "uniform"\n'
+    )
+    entry = parse_scenario(text, "s.toml").consumers[0]
     cfg = consumer_config(
         "consumer-1", entry, Profile.for_version("4.0"), group_instance_id=None, partitions=(("T", 2),), bootstrap=(1,), offsets_partitions=50
     )
