@@ -207,7 +207,7 @@ def test_a_group_under_broker_faults_fits_with_its_labels_apart(tmp_path: Path) 
     # the faults' lane twice (timeline, replicas) and the four replica panels' own lanes
     assert len(layout["labels"]) == 31
     assert [t["id"] for t in layout["tables"] if t["id"]] == [
-        "faults", "findings", "duplicates-by-cause", "startup-elections", "isr-changes", "details",
+        "faults", "findings", "groups", "duplicates-by-cause", "startup-elections", "isr-changes", "details",
     ]
 
 
