@@ -159,6 +159,9 @@ class JoinGroupRequest:
     group_instance_id: str | None = None
     protocol_type: str = "consumer"
     protocols: tuple[JoinGroupProtocol, ...] = ()
+    client_id: str = ""
+    """The request header's `clientId`, which the coordinator makes the member id's prefix;
+    "" from a client that does not say: Java's default for its group."""
 
 
 # --------------------------------------------------------------------------- SyncGroup (14)

@@ -241,6 +241,7 @@ class AbstractCoordinator(ABC):
             cfg.group_instance_id,
             self.protocol_type(),
             self.metadata(),
+            cfg.client_id,
         )
         m.join_in_flight = self._send_to_coordinator(out, "join", request, self._join_failed, timeout_ms=cfg.join_timeout_ms)
         m.state = MemberState.PREPARING_REBALANCE

@@ -34,6 +34,14 @@ SETTINGS = (
         doc="with group.protocol = consumer: the server assignor to ask for (uniform, range); "
         "unset: the coordinator's first of group.consumer.assignors",
     ),
+    setting(
+        "client.id",
+        str,
+        None,
+        doc="the member id's prefix (`client.id-<uuid>`, KIP-394), so it sets the order the "
+        "leader's assignor sees the members in; unset: Kafka's default `consumer-<group.id>-1`, "
+        "since each process is its own JVM",
+    ),
     setting("group.instance.id", str, None, doc="static membership (2.3+); with count > 1, suffixed -1, -2, ..."),
     setting("session.timeout.ms", int, None, low=1, profile_default="session.timeout.ms"),
     setting("heartbeat.interval.ms", int, None, low=1, profile_default="heartbeat.interval.ms"),
@@ -190,7 +198,7 @@ def consumer_config(
         group_instance_id=group_instance_id,
         group_protocol=entry["group.protocol"],
         group_remote_assignor=entry["group.remote.assignor"],
-        client_id=f"consumer-{entry['group.id']}-1",
+        client_id=entry["client.id"] or f"consumer-{entry['group.id']}-1",
         session_timeout_ms=entry["session.timeout.ms"],
         heartbeat_interval_ms=entry["heartbeat.interval.ms"],
         max_poll_interval_ms=entry["max.poll.interval.ms"],

@@ -32,9 +32,9 @@ S = GroupState
 E = ErrorCode
 
 
-def client_id_for(group_id: str) -> str:
-    """Java's default `client.id` for the first consumer of a JVM."""
-    return f"consumer-{group_id}-1"
+def client_id_for(req: JoinGroupRequest) -> str:
+    """The request's client id; unsaid, Java's default for the first consumer of a JVM."""
+    return req.client_id or f"consumer-{req.group_id}-1"
 
 
 def on_join_group(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: JoinGroupRequest) -> None:
@@ -91,7 +91,7 @@ def _member(req: JoinGroupRequest, member_id: str, instance: str | None, inbound
     return MemberMetadata(
         member_id=member_id,
         group_instance_id=instance,
-        client_id=client_id_for(req.group_id),
+        client_id=client_id_for(req),
         rebalance_timeout_ms=req.rebalance_timeout_ms,
         session_timeout_ms=req.session_timeout_ms,
         protocol_type=req.protocol_type,
@@ -105,7 +105,7 @@ def _new_member_join(
     m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: JoinGroupRequest, group: ClassicGroup, instance: str | None
 ) -> None:
     """`doNewMemberJoinGroup`."""
-    member_id = m.new_member_id(ctx, instance if instance is not None else client_id_for(req.group_id))
+    member_id = m.new_member_id(ctx, instance if instance is not None else client_id_for(req))
     if instance is not None:
         old = group.static_members.get(instance)
         if old is None:

@@ -1149,3 +1149,17 @@ def test_a_consumer_with_the_empty_group_id_is_refused_its_join_and_stops() -> N
     assert (failed["ts_ms"], failed["error"]) == (84, "JoinGroup: INVALID_GROUP_ID")
     assert where(events, "group_state_changed") == []
     assert (checks["consumed"], checks["rebalances"]) == (0, 0)
+
+
+def test_the_client_id_is_the_member_ids_prefix_and_orders_the_members() -> None:
+    """KIP-394: the coordinator names a new member `<client.id>-<uuid>` from its request's
+    client id, so `client.id` decides the order in which the range assignor deals T's four
+    partitions: `a` first (T-0 and T-1), then `b`, then the one left unset, which keeps Java's
+    `consumer-<group>-1`, whatever the uuids."""
+    named = TWO.replace("count = 2\n", "").replace('topics = ["T"]\n', 'topics = ["T"]\n"client.id" = "{name}"\n')
+    events, _ = run(scenario(named.format(name="b") + named.format(name="a") + TWO.replace("count = 2", "count = 1"), duration=12_000))
+    [*_, last] = where(events, "group_assignment_stored")
+    owners = {member.split("-")[0]: parts for member, parts in last["assignments"]}
+    assert owners == {"a": ["T-0", "T-1"], "b": ["T-2"], "consumer": ["T-3"]}
+    started = {e["node"]: e["client_id"] for e in where(events, "consumer_started")}
+    assert started == {"consumer-1": "b", "consumer-2": "a", "consumer-3": "consumer-my-group-1"}
