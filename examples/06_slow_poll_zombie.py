@@ -21,11 +21,13 @@ auto-commit before 12 s is at 10.505 s (10.405 s for the static one): T-1 at 525
   poll_interval_exceeded. At 27 s the stall ends: the pre-rebalance auto-commit fails in the
   client (COMMIT_FAILED: out of its generation), T-1 is lost, and it joins as a new member:
   generation 3. Three rebalances.
-- slow: the poll of 12.008 s returns 5 records (2.5 s at 500 ms), the poll of 14.508 s 20
-  (10 s): at 22.508 s, 8000 ms after that poll, LeaveGroup (removed 22510 ms). consumer-2
-  starts T-1 at 525 at 24.35 s; consumer-1 finishes its batch at 24.514 s, having processed
-  605 to 625 while a zombie: 625 - 525 = 100 poll_interval_exceeded. COMMIT_FAILED at its next
-  poll, as for the stall; three rebalances.
+- slow: the polls of 12.008 s and 14.508 s return 5 records each (2.5 s at 500 ms), the poll
+  of 17.008 s, after its auto-commit of T-1 at 610, 20 (10 s): at 25.008 s, 8000 ms after that
+  poll, LeaveGroup (removed 25013 ms). consumer-1 finishes its batch at 27.008 s, as the spell
+  ends; its next poll fails its commit in the client (COMMIT_FAILED), reports T-1 lost and
+  joins as a new member before consumer-2 has learned of the rebalance (27.29 s), so
+  generation 2 has both and gives T-1 back to consumer-1. It re-reads T-1 from its own commit,
+  610: the 20 records to 630 it processed as a zombie, poll_interval_exceeded. Two rebalances.
 - zombie: no poll timeout (it keeps polling); its heartbeats stop reaching broker-1. The
   coordinator last heard from it at 10.509 s (its commit) and removes it at 20.509 s
   (session_timeout). The client gives up its coordinator at 19.30 s, 10 s after its last

@@ -25,10 +25,10 @@ Expected output (07_commit_strategies.out), and why each number is right. Genera
   committed 1020: consumer-3 re-reads 1020 to 1250, 230 crash_before_commit. Commits: 11
   periodic, 1 in close(), 3 before rebalances: 15.
 - commitSync: a commit after each poll's records, answered before the next poll: at every
-  handover the committed offset is the position, so nothing repeats. 794 commits, one per poll
+  handover the committed offset is the position, so nothing repeats. 795 commits, one per poll
   that returned records: about ten a second per consumer.
 - commitAsync: the same commits, not waited for; each landed here (no error, no rebalance in
-  between to refuse one), so nothing repeats either; 794 here too.
+  between to refuse one), so nothing repeats either; 795 here too.
 - on_revoke: commits only when partitions are revoked: consumer-2's in close() at 15 s,
   consumer-1's and consumer-3's in the rebalance at 15.31 s, consumer-3's at 36.34 s: 4. The
   crash revokes nothing: consumer-3 re-reads T-2 from 770, committed at 15.31 s: 480

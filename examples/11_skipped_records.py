@@ -17,9 +17,8 @@ everything between where the group stopped and where the operator put it.
 
 Expected output (11_skipped_records.out), and why each number is right.
 - poll thread: an auto-commit, made in poll(), commits the records before it, once processed;
-  at 40 ms a record consumer-1's batches grow (its last, 160 records, took 6.4 s, longer than
-  the 5 s auto-commit interval), and the poll after it (24.64 s) committed 915, all it had
-  processed, so consumer-1 had processed nothing past its last commit when it crashed: no
+  at 40 ms a record consumer-1's batches grow (its last, 80 records, took 3.2 s), and the poll
+  after it (24.605 s) committed 915, all it had processed, so consumer-1 had processed nothing past its last commit when it crashed: no
   duplicates, nothing skipped; 6000 records consumed once each.
 - workers: consumer-1's worker falls behind and its queue fills to 200 records: T-2 is paused
   at 19.8 s (no more fetches of it; the poll loop and its heartbeats go on). Its last
@@ -27,9 +26,9 @@ Expected output (11_skipped_records.out), and why each number is right.
   had finished T-2 only to 920: the 75 records between die with the crash, and the next owner,
   consumer-2, starts at 995 (36.35 s). When the group rebalances (36.3 s) after consumer-1's
   session expires (34.3 s), consumer-2 and consumer-3 each make the pre-rebalance auto-commit
-  of their position (1815 and 1820); consumer-2's worker had finished T-1 to 1815, but
-  consumer-3's revocation drops the task of [1815, 1820) its worker had not finished: 5 more.
-  80 skipped, all `committed_before_processed`; 5920 consumed.
+  of their position, 1820, and each one's revocation drops the task of [1815, 1820) its
+  worker had not finished: 10 more. 85 skipped, all `committed_before_processed`; 5915
+  consumed.
 - operator's reset: the group committed 1000 on each partition when it closed at 20 s; the
   reset at 30 s moves it to each log end, 1505: 505 records a partition, 1515 in all, that
   no one in the group will process (`admin_reset`, spans from `admin`). The consumer started at

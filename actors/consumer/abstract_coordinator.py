@@ -10,8 +10,10 @@ What it models of the Java consumer:
   id it was given, KIP-394); SyncGroup at once on its answer, with the leader's assignment
   (`on_leader_elected`); the subclass's `on_join_complete` in the next `poll()` after the
   SyncGroup answer;
-- JoinGroup and SyncGroup answers are handled when they arrive (the network client does it in
-  whichever thread polls it);
+- answers are handled by whichever thread polls the network client: the heartbeat thread from
+  the JoinGroup answer on, the application thread inside its calls. So a JoinGroup answer that
+  arrives while the application is busy between two polls waits for its next `poll()` (the
+  heartbeat thread is off in PREPARING_REBALANCE), and so does the SyncGroup it leads to;
 - the member's state and generation (`membership.py`), reset by a fencing error (keeping the
   member id on ILLEGAL_GENERATION from 3.2, KAFKA-13419) or a poll timeout; the heartbeat
   thread (`heartbeat.py`) runs from the JoinGroup answer on;
@@ -179,6 +181,10 @@ class AbstractCoordinator(ABC):
         if old is None:
             return
         self.member.coordinator = None
+        if self.member.join_answer is not None:
+            # The answer was still in the connection's buffer: the disconnection loses it.
+            self.member.join_answer = self.member.join_in_flight = None
+            self.member.rejoin_needed = True
         out.emit("coordinator_lost", group_id=self.config.group_id, coordinator=old, reason=reason, request=request)
         self.network.fail_requests(out, old, coordinator_only=True)
 
@@ -215,6 +221,11 @@ class AbstractCoordinator(ABC):
             # onJoinPrepare, which reports its partitions lost (`resetStateAndRejoin`).
             m.joined_assignment = None
             m.rejoin_needed = m.needs_join_prepare = True
+        if m.join_answer is not None:
+            answer, m.join_answer = m.join_answer, None
+            self._handle_join_answer(out, answer)
+            if m.coordinator is None:
+                return False  # the answer said the coordinator moved: found again first
         if m.joined_assignment is not None:
             if not self.on_join_complete(out):
                 return False
@@ -248,9 +259,16 @@ class AbstractCoordinator(ABC):
         self.heartbeat.disable(out)
 
     def _on_join_group(self, out: Out, correlation_id: int, resp: JoinGroupResponse) -> None:
-        m, cfg = self.member, self.config
+        m = self.member
         if correlation_id != m.join_in_flight:
             return
+        if self.app.polls_network():
+            self._handle_join_answer(out, resp)
+        else:
+            m.join_answer = resp
+
+    def _handle_join_answer(self, out: Out, resp: JoinGroupResponse) -> None:
+        m, cfg = self.member, self.config
         m.join_in_flight = None
         error = resp.error_code
         if error is ErrorCode.NONE:

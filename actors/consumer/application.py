@@ -43,6 +43,11 @@ class App(Enum):
 
 
 class ApplicationThread(Protocol):
+    def polls_network(self) -> bool:
+        """Whether the application thread is inside a call that polls the network client
+        (`poll()`, a synchronous commit, `close()`), so that answers are handled as they
+        arrive even where the heartbeat thread is off."""
+
     def fail(self, out: Out, error: str) -> None:
         """A fatal error is thrown out of `poll()`: the application stops."""
 

@@ -275,10 +275,12 @@ class Consumer(Leaving):
         self.positions.reset_positions_if_needed(out)
         self.positions.validate_positions_if_needed(out)
         returned = self.fetcher.collect(self.config.max_poll_records)
+        # Whether it returns records or waits for them, `poll()` sends the fetches it can: the
+        # next ones go out before the application processes these (`KafkaConsumer.poll`'s
+        # pipelining).
+        self.fetcher.send_fetches(out, self.network)
         if returned:
             self._process(out, returned)
-            return
-        self.fetcher.send_fetches(out, self.network)
 
     def _process(self, out: Out, returned: list[Returned]) -> None:
         now = self.clock.now_ms
@@ -361,6 +363,9 @@ class Consumer(Leaving):
         self.block_on_commit(out, then)
         self.commits.commit_offsets_sync(out, kind, offsets)
 
+    def polls_network(self) -> bool:
+        return self.app in (App.POLLING, App.BLOCKED) or bool(self.close_phase)
+
     def block_on_commit(self, out: Out, then: str = "poll") -> None:
         self.app = App.BLOCKED
         self.blocked_then = then
@@ -426,15 +431,21 @@ class Consumer(Leaving):
         self._resume_poll(out)
 
     def _request_timed_out(self, out: Out, cid: int) -> None:
-        """`request.timeout.ms` passed: Kafka closes the connection, failing what is on it."""
+        """`request.timeout.ms` passed: Kafka closes the connection, failing what is on it. The
+        client reaches a broker's group coordinator over a connection of its own (node id
+        `Integer.MAX_VALUE - id`), so a fetch that times out leaves the coordinator's requests
+        alone, and the other way round."""
         request = self.network.requests.get(cid)
         if request is None:
             return
         broker = request.broker
-        out.disconnect(broker_address(broker))  # what the connections still carry is lost
-        out.disconnect(group_coordinator_address(broker))
-        if request.to_coordinator and broker == self.membership.coordinator:
-            self.membership.mark_coordinator_unknown(out, TIMEOUT)
-        self.network.fail_requests(out, broker, coordinator_only=False)
-        self._connection_failed(out, broker)
+        if request.to_coordinator:
+            out.disconnect(group_coordinator_address(broker))
+            if broker == self.membership.coordinator:
+                self.membership.mark_coordinator_unknown(out, TIMEOUT)
+            self.network.fail_requests(out, broker, coordinator_only=True)
+        else:
+            out.disconnect(broker_address(broker))  # what the connection still carries is lost
+            self.network.fail_requests(out, broker, coordinator_only=False, broker_only=True)
+            self._connection_failed(out, broker)
         self._resume_poll(out)

@@ -6,7 +6,10 @@ What it models of the Java consumer:
   consumer knows (KIP-320); a broker whose connection failed is not fetched from until its
   back-off has passed (`NetworkClient.ready`);
 - fetched data is kept only if the partition is still assigned and fetchable and the data starts
-  at the current position (`FetchCollector`); `poll()` returns at most `max.poll.records`;
+  at the current position (`FetchCollector`); `poll()` returns at most `max.poll.records`,
+  taking partitions in the order their data arrived (`completedFetches` is a queue, and the
+  partition it is reading, `nextInLineFetch`, is read to its end first), so a partition that
+  is fetched again while another's data waits does not go before it;
 - a paused partition's records are not returned: from 2.4 they stay buffered until it is
   resumed (KAFKA-7548), before they were dropped, answers in flight included, and fetched
   again after the resume;
@@ -70,6 +73,8 @@ class Fetcher:
         """KAFKA-7548 (2.4): a paused partition's fetched records are kept, not dropped."""
         self.in_flight: dict[int, int] = {}
         """Broker -> the correlation id of its fetch in flight."""
+        self.completed: list[TopicPartition] = []
+        """The partitions whose fetched data waits, in the order it arrived (`completedFetches`)."""
 
     # Shortcuts to the subscription state, kept from when the fetcher held it (its unit tests
     # drive both through the fetcher).
@@ -174,6 +179,8 @@ class Fetcher:
         if state.paused and not self.keep_paused:
             return ErrorCode.NONE  # before 2.4 a paused partition is not fetchable: discarded
         state.buffered = list(_records_from(answer.records, state.position))
+        if state.buffered and tp not in self.completed:
+            self.completed.append(tp)
         return ErrorCode.NONE
 
     def collect(self, max_records: int) -> list[Returned]:
@@ -181,12 +188,16 @@ class Fetcher:
         at most `max_records` in all; the positions move past them."""
         returned: list[Returned] = []
         room = max_records
-        for tp in sorted(self.subscriptions.assigned):
-            state = self.subscriptions.assigned[tp]
+        assigned = self.subscriptions.assigned
+        # Data dropped since it arrived (a seek, a revocation, a reset) leaves the queue.
+        self.completed = [tp for tp in self.completed if tp in assigned and assigned[tp].buffered]
+        for tp in list(self.completed):
+            state = assigned[tp]
             if room == 0:
                 break
             if state.paused and not self.keep_paused:
                 state.buffered = []  # before 2.4 poll() drops them (`fetchRecords`)
+                self.completed.remove(tp)
             if state.pending_revocation or state.paused or not state.buffered or state.position is None:
                 continue
             taken = state.buffered[:room]
@@ -195,6 +206,8 @@ class Fetcher:
             # The position carries the leader epoch of the last record returned.
             state.position, state.position_epoch = taken[-1][0] + 1, taken[-1][1]
             returned += _by_epoch(tp, taken)
+            if not state.buffered:
+                self.completed.remove(tp)
         return returned
 
     def has_buffered(self) -> bool:

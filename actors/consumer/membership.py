@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from actors.consumer.group_membership import NO_GENERATION
+from protocols.group import JoinGroupResponse
 from protocols.types import TopicPartition
 
 __all__ = ["MemberState", "Membership"]
@@ -57,6 +58,9 @@ class Membership:
     rejoin_needed: bool = True
     needs_join_prepare: bool = True
     join_in_flight: int | None = None
+    join_answer: JoinGroupResponse | None = None
+    """The JoinGroup answer received while no thread polled the network client: the heartbeat
+    thread is off in PREPARING_REBALANCE, so it waits for the application's next `poll()`."""
     sync_in_flight: int | None = None
     joined_assignment: list[TopicPartition] | None = None
     """A SyncGroup answer waiting for `onJoinComplete`, which runs in the next `poll()`."""

@@ -130,11 +130,12 @@ class NetworkClient:
             self.not_ready_until.pop(flight.broker, None)
         return flight
 
-    def fail_requests(self, out: Out, broker: int, *, coordinator_only: bool) -> None:
-        """Fail the requests in flight to `broker` as disconnected."""
+    def fail_requests(self, out: Out, broker: int, *, coordinator_only: bool, broker_only: bool = False) -> None:
+        """Fail the requests in flight to `broker` as disconnected: on its coordinator
+        connection only, on its other connection only, or (neither) on both."""
         for cid in sorted(self.requests):
             flight = self.requests[cid]
-            if flight.broker != broker or (coordinator_only and not flight.to_coordinator):
+            if flight.broker != broker or (coordinator_only and not flight.to_coordinator) or (broker_only and flight.to_coordinator):
                 continue
             del self.requests[cid]
             out.cancel_timer(f"timeout:{cid}")

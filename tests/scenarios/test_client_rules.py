@@ -58,8 +58,8 @@ RETENTION = [
 @pytest.mark.parametrize(
     ("policy", "positions", "requests"),
     [
-        ("earliest", [(511, 0, "no_committed_offset"), (2023, 85, "out_of_range")], [507, 509, 2021]),
-        ("latest", [(511, 1, "no_committed_offset"), (2024, 100, "out_of_range")], [507, 509, 2022]),
+        ("earliest", [(511, 0, "no_committed_offset"), (2017, 85, "out_of_range")], [507, 509, 2015]),
+        ("latest", [(511, 1, "no_committed_offset"), (2018, 100, "out_of_range")], [507, 509, 2016]),
     ],
 )
 def test_a_position_out_of_range_is_reset_at_once_without_asking_for_the_committed_offset(
@@ -122,12 +122,12 @@ def _sync_calls(events: list[dict[str, Any]]) -> list[tuple[list[Any], list[int]
 @pytest.mark.parametrize(
     ("api_timeout", "attempts", "resumed", "processed", "late_answer"),
     [
-        # The deadline (16336) falls in the back-off after the failure at 16286: the sleep is
-        # cut short to 50 ms and no retry goes out at 16386.
-        (6350, [9986, 13086, 13186, 16286], 16336, 16360, None),
-        # The deadline (16986) falls while the attempt sent at 16386 is in flight: the call
-        # returns then; that attempt fails at 19386 and nothing is sent again for it.
-        (7000, [9986, 13086, 13186, 16286, 16386], 16986, 17013, (19386, "DISCONNECTED")),
+        # The deadline (16350) falls in the back-off after the failure at 16300: the sleep is
+        # cut short to 50 ms and no retry goes out at 16400.
+        (6350, [10000, 13100, 13200, 16300], 16350, 16352, None),
+        # The deadline (17000) falls while the attempt sent at 16400 is in flight: the call
+        # returns then; that attempt fails at 19400 and nothing is sent again for it.
+        (7000, [10000, 13100, 13200, 16300, 16400], 17000, 17002, (19400, "DISCONNECTED")),
     ],
 )
 def test_commit_sync_sends_nothing_past_its_deadline_and_returns_at_it(
@@ -137,7 +137,7 @@ def test_commit_sync_sends_nothing_past_its_deadline_and_returns_at_it(
     (3.6: constant 100 ms) but never past the deadline (`Timer.sleep`), no attempt is sent from
     the deadline on, and at the deadline the call throws TimeoutException to the application,
     which goes on polling. From 10 s consumer 1 is cut off from its coordinator (broker 3) for
-    12 s, with `request.timeout.ms` 3000: the commitSync made at 9986 ms fails by timeouts
+    12 s, with `request.timeout.ms` 3000: the commitSync made at 10000 ms fails by timeouts
     (DISCONNECTED) and, while the coordinator is unknown, in the client
     (COORDINATOR_NOT_AVAILABLE), 100 ms apart; its timer is `default.api.timeout.ms`."""
     from tests.scenarios.test_consumer_groups import run, scenario  # noqa: PLC0415
@@ -145,12 +145,12 @@ def test_commit_sync_sends_nothing_past_its_deadline_and_returns_at_it(
     text = SYNC_COMMITTER.format(api_timeout=api_timeout)
     events, _ = run(scenario(text, ZOMBIE, records=2000, duration=30_000, version="3.6"))
     calls = _sync_calls(events)
-    [call] = [c for c in calls if c[1][0] == 9986]
+    [call] = [c for c in calls if c[1][0] == 10000]
     assert call[1] == attempts
-    assert resumed == 9986 + api_timeout
-    # The application polls again at the deadline, processes the 20 records the poll returns
-    # (1 ms each) and commits them.
-    after = [e for e in where(events, "records_processed", node="consumer-1") if e["ts_ms"] > 9986]
+    assert resumed == 10000 + api_timeout
+    # The application polls again at the deadline, processes the records the poll returns (the
+    # two its last fetch brought, 1 ms each) and commits them.
+    after = [e for e in where(events, "records_processed", node="consumer-1") if e["ts_ms"] > 10000]
     following = calls[calls.index(call) + 1]
     assert after[0]["ts_ms"] == following[1][0] == processed
     answered = {e["commit_id"]: (e["ts_ms"], e["error"]) for e in where(events, "offset_commit_answered", node="consumer-1")}
@@ -172,22 +172,22 @@ def _band(attempts: int, initial: int = 100, cap: int = 1000) -> tuple[int, int]
 @pytest.mark.parametrize(
     ("version", "attempts", "failures"),
     [
-        ("3.6", [9986, 13086, 13186, 16286, 16386, 19486, 19586], [12986, 13086, 16186, 16286, 19386, 19486]),
-        ("3.9", [9986, 13077, 13304, 16577, 20160], [12986, 13077, 16176, 19475]),
+        ("3.6", [10000, 13100, 13200, 16300, 16400, 19500, 19600], [13000, 13100, 16200, 16300, 19400, 19500]),
+        ("3.9", [10000, 13091, 13318, 16591, 20174], [13000, 13091, 16190, 19489]),
     ],
 )
 def test_commit_sync_retries_back_off_exponentially_from_3_7(version: str, attempts: list[int], failures: list[int]) -> None:
     """KIP-580: from 3.7 commitSync's n-th retry waits `retryBackoff.backoff(n - 1)`:
     `retry.backoff.ms` (100) doubled for each earlier retry, up to `retry.backoff.max.ms`
     (1000), times a jitter factor from 0.8 to 1.2 drawn from the consumer's seeded stream;
-    before 3.7 each waits `retry.backoff.ms`. The commitSync made at 9986 ms while consumer 1
+    before 3.7 each waits `retry.backoff.ms`. The commitSync made at 10000 ms while consumer 1
     is cut off from its coordinator (as in the test above, with a 12 s timer): 3.6 sends again
     exactly 100 ms after each failure; 3.9 after 91, 227, 401 and 685 ms, each in its band."""
     from tests.scenarios.test_consumer_groups import run, scenario  # noqa: PLC0415
 
     text = SYNC_COMMITTER.format(api_timeout=12_000)
     events, _ = run(scenario(text, ZOMBIE, records=2000, duration=30_000, version=version))
-    [call] = [c for c in _sync_calls(events) if c[1][0] == 9986]
+    [call] = [c for c in _sync_calls(events) if c[1][0] == 10000]
     assert call[1] == attempts
     sent = {e["ts_ms"]: e["commit_id"] for e in where(events, "offset_commit_sent", node="consumer-1", kind="sync")}
     answered = {e["commit_id"]: e["ts_ms"] for e in where(events, "offset_commit_answered", node="consumer-1")}
@@ -281,7 +281,7 @@ def test_a_member_sends_no_commit_while_it_rejoins() -> None:
     fails in the client, RebalanceInProgressException from 2.5 (CommitFailedException before),
     and nothing reaches the coordinator. Two cooperative members commit after each poll;
     consumer 3 starts at 12 s. Consumer 2 learns of the rebalance first and rejoins at once
-    (it keeps its partitions and goes on processing): its commitSync calls from 12102 to 12163
+    (it keeps its partitions and goes on processing): its commitSync calls from 12104 to 12162
     ms fail locally with REBALANCE_IN_PROGRESS, and the coordinator completes no commit of its
     while the group is CompletingRebalance."""
     from tests.scenarios.test_consumer_groups import run, scenario  # noqa: PLC0415
@@ -289,7 +289,7 @@ def test_a_member_sends_no_commit_while_it_rejoins() -> None:
     text = COOPERATIVE_SYNC.format(count=2, extra="") + COOPERATIVE_SYNC.format(count=1, extra='"start.ms" = 12000')
     events, checks = run(scenario(text, records=2000, duration=25_000))
     refused = [(e["node"], e["ts_ms"]) for e in where(events, "offset_commit_answered") if e["error"] != "NONE"]
-    assert refused == [("consumer-2", t) for t in (12102, 12109, 12118, 12125, 12133, 12145, 12153, 12163)]
+    assert refused == [("consumer-2", t) for t in (12104, 12109, 12115, 12121, 12133, 12144, 12152, 12162)]
     assert {e["error"] for e in where(events, "offset_commit_answered") if e["error"] != "NONE"} == {"REBALANCE_IN_PROGRESS"}
     assert [e for e in where(events, "offset_commit_completed") if e["group_state"] == "CompletingRebalance"] == []
     assert checks["duplicates"] == 0
@@ -306,10 +306,10 @@ def test_a_static_member_closing_sends_no_leave_group() -> None:
     close = '\n[[faults]]\nkind = "close"\nnode = "consumer-1"\n"at.ms" = 15000\n'
     events, _ = run(scenario(static, close, records=2000, duration=30_000))
     [revoked] = where(events, "partitions_revoked", node="consumer-1")
-    assert (revoked["ts_ms"], revoked["reason"], revoked["partitions"]) == (15_018, "close", ["T-0", "T-1"])
+    assert (revoked["ts_ms"], revoked["reason"], revoked["partitions"]) == (15_019, "close", ["T-0", "T-1"])
     assert [(e["ts_ms"], e["reason"]) for e in where(events, "group_member_removed")] == [(25_003, "session_timeout")]
     [second] = [e for e in where(events, "generation_started") if e["generation_id"] == 2]
-    assert second["ts_ms"] == 27_106 and len(second["members"]) == 1
+    assert second["ts_ms"] == 27_108 and len(second["members"]) == 1
 
 
 def test_an_idempotent_producer_bumps_its_epoch_after_a_delivery_timeout() -> None:

@@ -224,17 +224,18 @@ def run_spying_fetches(text: str) -> tuple[list[dict[str, Any]], dict[str, Any],
 
 
 @pytest.mark.parametrize(
-    ("call", "commit", "committed", "duplicates"),
-    [("unsubscribe", "none", 515, 214), ("close", "none", 729, 0), ("unsubscribe", "sync", 729, 0)],
+    ("call", "commit", "committed", "duplicates", "position"),
+    [("unsubscribe", "none", 515, 216, 731), ("close", "none", 731, 0, 731), ("unsubscribe", "sync", 719, 0, 719)],
 )
 def test_unsubscribe_without_a_commit_duplicates_what_close_would_have_committed(
-    call: str, commit: str, committed: int, duplicates: int
+    call: str, commit: str, committed: int, duplicates: int, position: int
 ) -> None:
     """T has two partitions; two dynamic members with the range assignor (EAGER) and
     auto-commit every 5000 ms share them in a stable generation: consumer 1, the leader, owns
     T-0, consumer 2 owns T-1. Consumer 1 has processed records since its last auto-commit when
-    its application calls unsubscribe() or close(), while a batch is in hand: the call is made
-    once the batch is processed, between two polls.
+    its application calls unsubscribe() or close(), while a batch is in hand (or, with
+    commitSync after each batch, while it waits for that commit): the call is made once that is
+    done, between two polls.
 
     unsubscribe() (`ClassicKafkaConsumer.unsubscribe`) commits nothing: onPartitionsRevoked,
     LeaveGroup. close() (`ConsumerCoordinator.close`) first commits the position synchronously.
@@ -261,12 +262,11 @@ def test_unsubscribe_without_a_commit_duplicates_what_close_would_have_committed
     # The batch in hand at the call is processed before it; then consumer 1 processes no more.
     processed = where(events, "records_processed", node="consumer-1")
     in_hand = [e for e in processed if e["ts_ms"] >= call_ms]
-    assert [(e["ts_ms"], e["end_offset"]) for e in in_hand] == [(15002, 729)]
-    position = max(e["end_offset"] for e in processed)
-    assert position == 729
+    assert [(e["ts_ms"], e["end_offset"]) for e in in_hand] == ([] if commit == "sync" else [(15004, 731)])
+    assert max(e["end_offset"] for e in processed) == position
     [revoked] = where(events, "partitions_revoked", node="consumer-1")
     assert (revoked["partitions"], revoked["reason"], revoked["generation_id"]) == (["T-0"], call, 1)
-    assert revoked["ts_ms"] >= in_hand[-1]["ts_ms"]
+    assert all(revoked["ts_ms"] >= e["ts_ms"] for e in in_hand)
 
     # What consumer 1 committed: auto-commits, and close()'s or the application's commitSync.
     sent = {e["commit_id"]: e for e in where(events, "offset_commit_sent", node="consumer-1")}
@@ -274,7 +274,10 @@ def test_unsubscribe_without_a_commit_duplicates_what_close_would_have_committed
     last_auto = [o for e in answered if e["kind"] == "auto" for _, _, o in e["offsets"]][-1]
     assert last_auto == (515 if commit == "none" else 507)
     kinds_after = [e["kind"] for e in answered if e["ts_ms"] >= call_ms]
-    assert kinds_after == {"unsubscribe": [] if commit == "none" else ["sync"], "close": ["close"]}[call]
+    assert kinds_after == {"unsubscribe": [], "close": ["close"]}[call]
+    if commit == "sync":
+        # The call came while the application waited for its commitSync, which it makes first.
+        assert (answered[-1]["kind"], answered[-1]["offsets"]) == ("sync", [["T", 0, position]])
 
     # Exactly one rebalance: the group goes to PreparingRebalance when consumer 1 leaves, and
     # generation N+1 = 2 has consumer 2 alone, leading, with both partitions.
@@ -294,7 +297,8 @@ def test_unsubscribe_without_a_commit_duplicates_what_close_would_have_committed
     [start] = [e for e in where(events, "fetch_position_set", node="consumer-2", generation_id=2) if e["partition"] == 0]
     assert (start["source"], start["offset"]) == ("committed", committed)
     assert committed == (last_auto if (call, commit) == ("unsubscribe", "none") else position)
-    assert [f for f in fetches if f[2] == "T-0" and call_ms <= f[0] < start["ts_ms"]] == []
+    # (The poll that returned the batch in hand sent the next fetch at the call's instant.)
+    assert [f for f in fetches if f[2] == "T-0" and call_ms < f[0] < start["ts_ms"]] == []
 
     # Consumer 2 processes again exactly what consumer 1 processed since that commit.
     assert duplicates == position - committed
@@ -305,23 +309,23 @@ def test_unsubscribe_without_a_commit_duplicates_what_close_would_have_committed
 
 @pytest.mark.parametrize(("call", "kinds"), [("unsubscribe", ["revoke"]), ("close", ["close", "revoke"])])
 def test_a_listener_that_commits_on_revocation_commits_when_the_application_leaves(call: str, kinds: list[str]) -> None:
-    """The setting of S28 with `commit = on_revoke`: the application's `onPartitionsRevoked`
+    """The same setting with `commit = on_revoke`: the application's `onPartitionsRevoked`
     calls commitSync for the revoked partitions. unsubscribe() and close() both call it
     (`ConsumerCoordinator.onLeavePrepare`, the member still in its generation), and the
     application waits for that commit before LeaveGroup goes; close() commits its positions
-    first, as with any auto-commit. So consumer 2 starts T-0 at consumer 1's position, 729:
+    first, as with any auto-commit. So consumer 2 starts T-0 at consumer 1's position, 731:
     nothing is processed twice."""
     events, checks, _ = run_spying_fetches(UNSUBSCRIBE_OR_CLOSE.format(call=call, commit="on_revoke"))
     [called] = where(events, "application_called", action=call)
     sent = {e["commit_id"]: e for e in where(events, "offset_commit_sent", node="consumer-1")}
     after = [(sent[e["commit_id"]], e) for e in where(events, "offset_commit_answered", node="consumer-1") if e["ts_ms"] >= called["ts_ms"]]
-    assert [(s["kind"], s["offsets"], a["error"]) for s, a in after] == [(kind, [["T", 0, 729]], "NONE") for kind in kinds]
+    assert [(s["kind"], s["offsets"], a["error"]) for s, a in after] == [(kind, [["T", 0, 731]], "NONE") for kind in kinds]
     [revoked] = where(events, "partitions_revoked", node="consumer-1")
     [left] = where(events, "group_member_removed", reason="leave")
     assert after[-1][1]["ts_ms"] <= revoked["ts_ms"] < left["ts_ms"]
     assert revoked["reason"] == call
     [start] = [e for e in where(events, "fetch_position_set", node="consumer-2", generation_id=2) if e["partition"] == 0]
-    assert (start["source"], start["offset"]) == ("committed", 729)
+    assert (start["source"], start["offset"]) == ("committed", 731)
     assert (checks["duplicates"], checks["consumed"], checks["rebalances"]) == (0, 3000, 2)
 
 
@@ -403,7 +407,7 @@ def test_a_coordinator_failover_during_a_rebalance_ends_stable_at_a_higher_gener
     [stored] = where(events, "group_assignment_stored", node="broker-3")
     assert (stored["generation_id"], stored["assignments"]) == (1, sorted([[c2, ["T-0", "T-1"]], [c1, ["T-2"]]]))
     states = [(e["ts_ms"], e["state"], e["generation_id"]) for e in where(events, "group_state_changed", node="broker-3")]
-    assert states[-2:] == [(6108, "Stable", 1), (10017, "PreparingRebalance", 1)]
+    assert states[-2:] == [(6108, "Stable", 1), (10016, "PreparingRebalance", 1)]
     [lost_join] = [e["member_id"] for e in where(events, "group_member_added", node="broker-3", generation_id=1)]
     assert where(events, "node_crashed", target="broker-3")[0]["ts_ms"] == 10_500
 
@@ -413,16 +417,16 @@ def test_a_coordinator_failover_during_a_rebalance_ends_stable_at_a_higher_gener
 
     # Broker 1 takes over and resumes the last stored generation with those offsets.
     [moved] = where(events, "leader_elected", topic="__consumer_offsets", partition=2, election="offline")
-    assert (moved["ts_ms"], moved["leader"], moved["leader_epoch"], moved["isr"]) == (16_029, 1, 1, [1, 2])
+    assert (moved["ts_ms"], moved["leader"], moved["leader_epoch"], moved["isr"]) == (16_030, 1, 1, [1, 2])
     [load] = where(events, "group_coordinator_loaded", node="broker-1", partition=2)
-    assert (load["ts_ms"], load["leader_epoch"], load["groups"]) == (16_037, 1, ["my-group"])
+    assert (load["ts_ms"], load["leader_epoch"], load["groups"]) == (16_038, 1, ["my-group"])
     assert (loaded["state"], loaded["generation_id"], sorted(loaded["members"])) == ("Stable", 1, sorted([c1, c2]))
     assert loaded["offsets"] == acknowledged
     assert lost_join != c3 and lost_join not in final["members"]
 
     # It ends Stable at generation 2 on broker 1, with the three consumers.
     [started] = where(events, "generation_started", node="broker-1")
-    assert (started["ts_ms"], started["generation_id"], started["members"]) == (16_414, 2, sorted([c1, c2, c3]))
+    assert (started["ts_ms"], started["generation_id"], started["members"]) == (16_783, 2, sorted([c1, c2, c3]))
     assert not [e for e in where(events, "generation_started") if e["generation_id"] > 2]
     assignment = {m: v["assignment"] for m, v in final["members"].items()}
     assert (final["state"], final["generation_id"], assignment) == ("Stable", 2, {c1: ["T-1"], c2: ["T-0"], c3: ["T-2"]})
@@ -431,7 +435,7 @@ def test_a_coordinator_failover_during_a_rebalance_ends_stable_at_a_higher_gener
     # Each new owner starts from the last commit acknowledged before its OffsetFetch: broker 3's
     # for T-2, and for T-0 and T-1 the commits broker 1 acknowledged once it took over.
     started_at = {f"{e['topic']}-{e['partition']}": (e["ts_ms"], e["offset"]) for e in where(events, "fetch_position_set", generation_id=2)}
-    assert {tp: offset for tp, (_, offset) in started_at.items()} == {"T-0": 392, "T-1": 614, "T-2": 304}
+    assert {tp: offset for tp, (_, offset) in started_at.items()} == {"T-0": 457, "T-1": 750, "T-2": 304}
     for tp, (ts, offset) in started_at.items():
         assert offset == _acknowledged(events, before_ms=ts)[tp]
     assert (checks["consumed"], checks["acked"], checks["duplicates"], checks["rebalances"]) == (2000, 2000, 0, 2)
@@ -687,7 +691,7 @@ def test_a_coordinator_moved_by_a_controlled_shutdown_loses_the_rebalance_under_
 
     # Every new owner starts at the last acknowledged commit of its partition.
     started = {f"{e['topic']}-{e['partition']}": (e["ts_ms"], e["offset"]) for e in where(events, "fetch_position_set", generation_id=8)}
-    assert {tp: offset for tp, (_, offset) in started.items()} == {"T-0": 456, "T-1": 537, "T-2": 304}
+    assert {tp: offset for tp, (_, offset) in started.items()} == {"T-0": 456, "T-1": 539, "T-2": 304}
     for tp, (ts, offset) in started.items():
         assert offset == _acknowledged(events, before_ms=ts)[tp]
     assert (checks["consumed"], checks["acked"], checks["duplicates"], checks["rebalances"]) == (2500, 2500, 0, 2)
@@ -1120,14 +1124,15 @@ between = [["broker-1"], ["consumer-1"]]
 def test_a_poll_timeout_that_passed_while_the_coordinator_was_unknown_counts_once_it_is_found() -> None:
     """consumer-1 stalls from 10 s and stops hearing from broker 1, its coordinator, from 12 s:
     it loses the coordinator when its requests time out, and its poll deadline (about 70 s)
-    passes while none is known, when the heartbeat thread does not check it. Once the
-    coordinator is found again (after the cut heals at 80 s), the thread's next check finds
-    the deadline long past: the member leaves (`maybeLeaveGroup`)."""
+    passes while none is known, when the heartbeat thread does not check it. Its lookup goes to
+    broker 1 too and times out 30 s later; the next, through broker 2 at 72.4 s, finds broker 1
+    again (the cut, one way, lasts until 80 s), and the thread's next check finds the deadline
+    long past: the member leaves (`maybeLeaveGroup`)."""
     events, _ = run(parse_scenario(POLL_TIMEOUT_UNSEEN, "poll-timeout-unseen.toml"))
     [lost] = where(events, "coordinator_lost", node="consumer-1")
     found = [e for e in where(events, "coordinator_discovered", node="consumer-1") if e["ts_ms"] > lost["ts_ms"]]
     [expired] = where(events, "poll_timeout_expired", node="consumer-1")
-    assert lost["ts_ms"] < 70_000 < 80_000 < found[0]["ts_ms"] == expired["ts_ms"]
+    assert lost["ts_ms"] < 70_000 < found[0]["ts_ms"] == expired["ts_ms"] == 72_393
     assert expired["static"] is False
 
 

@@ -296,7 +296,7 @@ def test_from_4_0_the_client_makes_up_its_member_id_and_keeps_it_when_fenced() -
         (5100, first, 1, -1, None, None, None),
         (10100, first, 1, -1, None, None, None),
         (10110, first, 0, 300000, ("T",), None, ()),
-        (10200, first, 1, -1, None, None, BOTH),
+        (10210, first, 1, -1, None, None, BOTH),
     ]
     assert [(e["ts_ms"], e["reason"]) for e in d.where("member_reset")] == [(10110, "FENCED_MEMBER_EPOCH")]
     assert [(e["ts_ms"], e["partitions"], e["reason"]) for e in d.where("partitions_lost")] == [(10110, ["T-0", "T-1"], "fenced")]
@@ -322,11 +322,11 @@ def test_3_9_commits_before_marking_the_revoked_partitions_so_polls_go_on_return
     answer, 500 ms later, polls go on returning T-1's records, past the offset it commits."""
     d = _revocation("3.9")
     (commit,) = [e for e in d.where("offset_commit_sent") if e["kind"] == "join_prepare"]
-    assert (commit["ts_ms"], commit["generation_id"], commit["offsets"]) == (10030, 2, [["T", 0, 3330], ["T", 1, 3330]])
+    assert (commit["ts_ms"], commit["generation_id"], commit["offsets"]) == (10030, 2, [["T", 0, 4990], ["T", 1, 4990]])
     (revoked,) = d.where("partitions_revoked")
     assert (revoked["ts_ms"], revoked["partitions"], revoked["reason"]) == (10530, ["T-1"], "reconciliation")
-    after = [b for b in d.processed("T-1") if b[1] >= 3330]
-    assert (after[0][1], after[-1][2], after[-1][0]) == (3330, 3490, 10510)
+    after = [b for b in d.processed("T-1") if b[1] >= 4990]
+    assert (after[0][1], after[-1][2], after[-1][0]) == (4990, 5240, 10530)
 
 
 def test_4_0_marks_the_revoked_partitions_first_and_reconciles_from_a_poll() -> None:
@@ -334,8 +334,8 @@ def test_4_0_marks_the_revoked_partitions_first_and_reconciles_from_a_poll() -> 
     nothing of T-1 is returned past the committed offset."""
     d = _revocation("4.0")
     (commit,) = [e for e in d.where("offset_commit_sent") if e["kind"] == "join_prepare"]
-    assert (commit["ts_ms"], commit["offsets"]) == (10110, [["T", 0, 3330], ["T", 1, 3330]])
-    assert max(end for _, _, end in d.processed("T-1")) == 3330
+    assert (commit["ts_ms"], commit["offsets"]) == (10110, [["T", 0, 4990], ["T", 1, 4990]])
+    assert max(end for _, _, end in d.processed("T-1")) == 4990
     (revoked,) = d.where("partitions_revoked")
     assert (revoked["ts_ms"], revoked["partitions"]) == (10610, ["T-1"])
 
@@ -363,11 +363,11 @@ def test_the_listener_commits_the_revoked_partitions_at_the_next_poll() -> None:
     answered, the partition goes and the acknowledgement follows at once."""
     d = Driver(config(app_commit=AppCommit.ON_REVOKE, enable_auto_commit=False, process_record_ms=1), group(revoke_at=10_000))
     d.run(11_000)
-    assert [(e["ts_ms"], e["kind"], e["offsets"]) for e in d.where("offset_commit_sent")] == [(10030, "revoke", [["T", 1, 3330]])]
+    assert [(e["ts_ms"], e["kind"], e["offsets"]) for e in d.where("offset_commit_sent")] == [(10030, "revoke", [["T", 1, 4990]])]
     assert [(e["ts_ms"], e["partitions"]) for e in d.where("partitions_revoked")] == [(10040, ["T-1"])]
     ack = d.heartbeats[-1]
     assert (ack.ts_ms, ack.request.member_epoch, ack.request.topic_partitions) == (10040, 2, ONLY_0)
-    assert max(end for _, _, end in d.processed("T-1")) == 3330
+    assert max(end for _, _, end in d.processed("T-1")) == 4990
 
 
 # --------------------------------------------------------------------------- auto-commit
@@ -386,7 +386,7 @@ def test_3_9_auto_commits_in_the_background_what_the_application_has_not_process
         runs[version] = (auto["ts_ms"], auto["offsets"], done)
     # 3.9: at 5020 T-0's records 20 to 29 are in the application's hands (done at 5070).
     assert runs["3.9"] == (5020, [["T", 0, 30], ["T", 1, 20]], {0: 20, 1: 20})
-    assert runs["4.0"] == (5150, [["T", 0, 30], ["T", 1, 20]], {0: 30, 1: 20})
+    assert runs["4.0"] == (5130, [["T", 0, 30], ["T", 1, 20]], {0: 30, 1: 20})
 
 
 # --------------------------------------------------------------------------- errors

@@ -154,7 +154,8 @@ def test_a_consumer_below_the_log_start_is_reset_by_its_policy(policy: str, rese
     log start to 85 at 2000 ms. Its next fetch is answered
     OFFSET_OUT_OF_RANGE and `auto.offset.reset` applies (`Fetcher`, KIP-392's
     `handleOffsetOutOfRange`): earliest seeks to the log start (ListOffsets earliest: 85), latest
-    to the HW (100). It processes nothing below 85 after the reset and no record twice."""
+    to the HW (100). Past the record in hand when the answer came, it processes nothing below 85
+    after the reset, and no record twice."""
     cluster, events = _run(
         "topics.1.retention.bytes=2000",
         "broker.group.initial.rebalance.delay.ms=0",
@@ -171,8 +172,10 @@ def test_a_consumer_below_the_log_start_is_reset_by_its_policy(policy: str, rese
         [reset] = _where(events, "fetch_position_set", node="consumer-1", offset=reset_to)
         processed = _where(events, "records_processed", node="consumer-1")
         before = [e for e in processed if e["ts_ms"] < reset["ts_ms"]]
-        after = [e for e in processed if e["ts_ms"] > reset["ts_ms"]]
+        in_hand, *after = [e for e in processed if e["ts_ms"] > reset["ts_ms"]]
         assert before[-1]["end_offset"] < 85 < before[-1]["end_offset"] + 60
+        # The record the poll before the answer returned is finished after the reset.
+        assert (in_hand["first_offset"], in_hand["end_offset"]) == (before[-1]["end_offset"], before[-1]["end_offset"] + 1)
         assert [(e["first_offset"], e["end_offset"]) for e in after] == [(o, o + 1) for o in range(reset_to, 100)]
         checks = cluster.final_checks()
         assert checks["duplicates"] == 0
@@ -181,7 +184,7 @@ def test_a_consumer_below_the_log_start_is_reset_by_its_policy(policy: str, rese
         # what lay between the log start and the HW: the reset moved it past them. With latest
         # it had also skipped, at its first position, the records written before it (none
         # committed: `reset_latest_no_commit`).
-        unread, first = before[-1]["end_offset"], positions[0][1]
+        unread, first = in_hand["end_offset"], positions[0][1]
         assert checks["skipped"] == first + reset_to - unread
         assert checks["skipped_by_cause"] == {"out_of_range_reset": reset_to - unread} | (
             {"reset_latest_no_commit": first} if first else {}

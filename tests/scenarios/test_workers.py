@@ -60,33 +60,32 @@ def _processed(events: list[dict[str, Any]], node: str, partition: int) -> list[
 def test_a_full_queue_pauses_the_waiting_partitions_and_poll_goes_on(fetches: list[Fetch]) -> None:
     """One worker at 20 ms a record against 100 records a second, a queue of 40 records. The
     hand-off at 3132 ms leaves 40 records of T-2 waiting: T-2 is paused; at 3133 ms T-0's nine
-    records join them, and T-0 is paused too. No fetch carries a paused partition. The worker
-    takes the queue's last task (T-0's) at 4332 ms; the next poll() (4333 ms, the poll loop's
-    100 ms cadence) resumes both: T-2's records buffered meanwhile are returned at once (kept
-    since KAFKA-7548), which fills the queue again, and T-0 is fetched again from offset 9 at
-    4649 ms, with T-3, once broker 1 answered the fetch of T-3 it held since 4145 ms
-    (`fetch.max.wait.ms`). A stall of the workers from 5000 ms for 3000 ms holds T-2's task
-    begun at 4912 ms until 8312 ms (4912 + 20 x 20 + 3000), while the poll thread polls on: with
+    records join them, and T-0 is paused too, just after that poll() sent T-0's next fetch, from
+    offset 9 (`poll()` sends the next fetches before it returns). No fetch goes out for a paused
+    partition. The worker takes the queue's last task (T-0's) at 4332 ms; the next poll()
+    (4333 ms, the poll loop's 100 ms cadence) resumes both, and the records buffered meanwhile
+    (kept since KAFKA-7548) are returned at once, which fills the queue again: both are paused
+    again. A stall of the workers from 5000 ms for 3000 ms holds T-2's task begun at 4912 ms
+    until 8312 ms (4912 + 20 x 20 + 3000), while the poll thread polls on: with
     `max.poll.interval.ms` = 1000 the member is never timed out, and the group never rebalances."""
     stall = '\n[[faults]]\nkind = "stall"\nnode = "consumer-1"\n"at.ms" = 5000\n"duration.ms" = 3000\n'
     events, checks = run(scenario(ONE, stall, records=600, duration=20_000))
-    assert _pauses(events, 8356) == [
+    assert _pauses(events, 8340) == [
         (3132, "paused", ["T-2"], 40),
         (3133, "paused", ["T-0"], 49),
         (4333, "resumed", ["T-0", "T-2"], 0),
         (4333, "paused", ["T-2"], 40),
-        (4656, "paused", ["T-0"], 40),
-        (8356, "resumed", ["T-0", "T-2"], 0),
-        (8356, "paused", ["T-0"], 40),
-        (8356, "paused", ["T-2"], 60),
+        (4333, "paused", ["T-0"], 41),
+        (8333, "resumed", ["T-0", "T-2"], 0),
+        (8333, "paused", ["T-2"], 40),
     ]
     # Fetches stop for a paused partition and start again after its resume.
-    paused = {0: [(3133, 4333), (4656, 8356)], 2: [(3132, 4333), (4333, 8356)]}
+    paused = {0: [(3133, 4333), (4333, 8333)], 2: [(3132, 4333), (4333, 8333)]}
     for ts, _, parts in fetches:
         for partition, _ in parts:
-            assert not any(lo <= ts < hi for lo, hi in paused.get(partition, [])), (ts, partition)
+            assert not any(lo < ts < hi for lo, hi in paused.get(partition, [])), (ts, partition)
     t0 = [(ts, broker, offset) for ts, broker, parts in fetches for p, offset in parts if p == 0]
-    assert [f for f in t0 if 3100 <= f[0] <= 4700] == [(3125, 1, 0), (4649, 1, 9)]
+    assert [f for f in t0 if 3100 <= f[0] <= 4700] == [(3125, 1, 0), (3133, 1, 9)]
     # The worker's tasks of T-2, one at a time; the stall holds the one in hand.
     assert _processed(events, "consumer-1", 2)[:5] == [
         (3532, 0, 20), (3932, 20, 40), (4332, 40, 60), (4912, 60, 80), (8312, 80, 100)
@@ -171,8 +170,8 @@ def test_auto_commit_with_workers_skips_what_was_returned_but_not_processed() ->
     T-2 up to 140 (the task [120, 140) done at 8925 ms); it finishes nothing more before its
     crash at 9200 ms, so the queue and the task in hand die with it. Generation 2 gives T-2 to
     consumer-2 from 200: [140, 200) is never processed. consumer-2 loses records too: its
-    pre-rebalance auto-commit commits T-0 at its position, 516, and `onPartitionsRevoked` drops
-    its queued T-0 records [442, 516), which it gets back from 516."""
+    pre-rebalance auto-commit commits T-0 at its position, 511, and `onPartitionsRevoked` drops
+    its queued T-0 records [442, 511), which it gets back from 511."""
     events, checks = run(scenario(TWO_WORKERS.format(auto="true", commit="none"), CRASH, records=2000, duration=60_000))
     commits = {e["commit_id"]: e for e in where(events, "offset_commit_sent", node="consumer-1")}
     answered = [a for a in where(events, "offset_commit_answered", node="consumer-1", error="NONE") if a["ts_ms"] < 9200]
@@ -180,16 +179,16 @@ def test_auto_commit_with_workers_skips_what_was_returned_but_not_processed() ->
     assert (last["ts_ms"], last["kind"], last["offsets"]) == (9125, "auto", [["T", 2, 200], ["T", 3, 0]])
     assert _processed(events, "consumer-1", 2)[-2:] == [(8525, 100, 120), (8925, 120, 140)]
     taken = {e["partition"]: (e["offset"], e["source"]) for e in where(events, "fetch_position_set", node="consumer-2", generation_id=2)}
-    assert taken == {0: (516, "committed"), 1: (152, "committed"), 2: (200, "committed"), 3: (0, "committed")}
+    assert taken == {0: (511, "committed"), 1: (152, "committed"), 2: (200, "committed"), 3: (0, "committed")}
     ends = _log_ends(events)
     assert sum(ends.values()) == checks["acked"] == 2000
-    assert _never_processed(events, ends) == {0: [(442, 516)], 2: [(140, 200)]}
-    assert checks["consumed"] == 2000 - 74 - 60
+    assert _never_processed(events, ends) == {0: [(442, 511)], 2: [(140, 200)]}
+    assert checks["consumed"] == 2000 - 69 - 60
     assert checks["duplicates"] == 0
     # Both gaps are skipped: commits moved the group past records the workers never finished.
-    assert checks["skipped_by_cause"] == {"committed_before_processed": 74 + 60}
+    assert checks["skipped_by_cause"] == {"committed_before_processed": 69 + 60}
     spans = sorted((s["partition"], s["first_offset"], s["end_offset"], s["consumer"]) for s in checks["skip_spans"])
-    assert spans == [("T-0", 442, 516, "consumer-2"), ("T-2", 140, 200, "consumer-1")]
+    assert spans == [("T-0", 442, 511, "consumer-2"), ("T-2", 140, 200, "consumer-1")]
 
 
 def test_committing_what_the_workers_processed_skips_nothing() -> None:
@@ -198,8 +197,8 @@ def test_committing_what_the_workers_processed_skips_nothing() -> None:
     at 8925 ms, T-2 at 140, as its worker finished [120, 140)), so consumer-2 takes T-2 over
     from 140. consumer-2's `onPartitionsRevoked` (the group rebalances from 15091 ms, once
     consumer-1's session expired; consumer-2's heartbeat learns it at 15098 ms) waits for its
-    worker to finish what it was given of T-1 and T-0, [100, 140) and [342, 362), then commits
-    362 and 140 (16181 ms) before the revocation (16200 ms). Every record is processed, none
+    worker to finish what it was given of T-1 and T-0, [101, 121) and [342, 343), then commits
+    343 and 121 (15421 ms) before the revocation (15440 ms). Every record is processed, none
     twice: consumer-1 finished nothing after its last commit."""
     events, checks = run(scenario(TWO_WORKERS.format(auto="false", commit="processed"), CRASH, records=2000, duration=60_000))
     commits = {e["commit_id"]: e for e in where(events, "offset_commit_sent", node="consumer-1")}
@@ -213,13 +212,13 @@ def test_committing_what_the_workers_processed_skips_nothing() -> None:
     during = [
         (e["ts_ms"], e["partition"], e["first_offset"], e["end_offset"])
         for e in where(events, "records_processed", node="consumer-2")
-        if 15091 <= e["ts_ms"] <= 16181
+        if 15091 <= e["ts_ms"] <= 15421
     ]
-    assert during == [(15381, 1, 100, 120), (15781, 1, 120, 140), (16181, 0, 342, 362)]
+    assert during == [(15401, 1, 101, 121), (15421, 0, 342, 343)]
     revoke = [(e["ts_ms"], e["offsets"]) for e in where(events, "offset_commit_sent", node="consumer-2", kind="revoke")]
-    assert revoke == [(16181, [["T", 0, 362], ["T", 1, 140]])]
+    assert revoke == [(15421, [["T", 0, 343], ["T", 1, 121]])]
     [revoked] = where(events, "partitions_revoked", node="consumer-2")
-    assert (revoked["ts_ms"], revoked["partitions"]) == (16200, ["T-0", "T-1"])
+    assert (revoked["ts_ms"], revoked["partitions"]) == (15440, ["T-0", "T-1"])
     ends = _log_ends(events)
     assert sum(ends.values()) == checks["acked"] == 2000
     assert _never_processed(events, ends) == {}
