@@ -107,8 +107,8 @@ def _check_determinism(args: argparse.Namespace, scenario: Scenario) -> int:
     if comparison.divergence is not None:
         from sim.engine.divergence import describe  # noqa: PLC0415
 
-        lines = describe(comparison.divergence, str(logs[0]), str(logs[1]))
-        sys.stderr.write(f"kafkasim: not deterministic: {lines[0]}\n" + "".join(f"{line}\n" for line in lines[1:]))
+        first, *rest = describe(comparison.divergence, *(d.name for d in check.dirs))
+        sys.stderr.write(f"kafkasim: not deterministic: {first} ({logs[0]}, {logs[1]})\n" + "".join(f"{line}\n" for line in rest))
         return EXIT_FAILED
     return _outcome(scenario, check.summaries[0], check.dirs[0])  # the same log: the same outcome under both
 

@@ -1751,4 +1751,15 @@ MUTANTS: tuple[Mutant, ...] = (
         '            told = first["ts_ms"]\n',
         ("tests/report/test_consumer_protocol_report.py::test_a_known_kafka_bug_is_told_as_kafkas_behaviour",),
     ),
+    Mutant(
+        "determinism_check_passes_a_shorter_log",
+        "two event logs that agree as far as the shorter goes still differ: the shorter one's end is their divergence",
+        "sim/engine/divergence.py",
+        "enumerate(zip_longest(lines_a, lines_b), start=1)",
+        "enumerate(zip(lines_a, lines_b), start=1)",
+        (
+            "tests/unit/test_divergence.py::test_the_shorter_log_diverges_where_it_ends",
+            "tests/unit/test_divergence.py::test_compare_logs_streams_two_files_and_gives_the_digest_of_identical_ones",
+        ),
+    ),
 )
