@@ -137,3 +137,12 @@ def test_an_out_dir_holding_other_files_is_refused_before_anything_is_removed(
         f"kafkasim: --out {check / 'direct'}: not empty and holds no run (found notes.toml); choose another directory\n"
     )
     assert (check / "pykka" / "events.jsonl").exists()  # the earlier check's pykka run is still there
+
+
+def test_the_guide_shows_what_the_check_prints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guide.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(guide) if line.startswith("    $ .venv/bin/kafkasim run --check-determinism"))
+    args = guide[start].removeprefix("    $ .venv/bin/kafkasim ").split()
+    assert args[-2:] == ["--out", "/tmp/check"]
+    assert main([*args[:-1], str(tmp_path / "check")]) == 0
+    assert capsys.readouterr().out == guide[start + 1].removeprefix("    ").replace("/tmp/check", str(tmp_path / "check")) + "\n"
