@@ -13,6 +13,7 @@ from sim.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, usage_erro
 from sim.cli.figures import group_figures
 from sim.cli.progress import RunProgress
 from sim.cluster.scenario import Scenario
+from sim.engine.divergence import describe
 from sim.engine.kernel import HostKind
 from sim.studies.builtin import load_study
 
@@ -105,8 +106,6 @@ def _check_determinism(args: argparse.Namespace, scenario: Scenario) -> int:
             f"sha256 {comparison.digest} ({logs[0]}, {logs[1]})\n"
         )
     if comparison.divergence is not None:
-        from sim.engine.divergence import describe  # noqa: PLC0415
-
         first, *rest = describe(comparison.divergence, *(d.name for d in check.dirs))
         sys.stderr.write(f"kafkasim: not deterministic: {first} ({logs[0]}, {logs[1]})\n" + "".join(f"{line}\n" for line in rest))
         return EXIT_FAILED

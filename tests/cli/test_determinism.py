@@ -146,3 +146,27 @@ def test_the_guide_shows_what_the_check_prints(tmp_path: Path, capsys: pytest.Ca
     assert args[-2:] == ["--out", "/tmp/check"]
     assert main([*args[:-1], str(tmp_path / "check")]) == 0
     assert capsys.readouterr().out == guide[start + 1].removeprefix("    ").replace("/tmp/check", str(tmp_path / "check")) + "\n"
+
+
+def test_the_json_verdict_of_logs_that_differ_carries_the_divergence(tmp_path: Path) -> None:
+    from sim.cli.run import determinism_json
+    from sim.engine.divergence import Divergence, EventHead, LogComparison
+    from sim.studies.determinism import DeterminismCheck
+
+    head = EventHead(105, "consumer-3", "consumer", "join_group_failed")
+    divergence = Divergence(456, head, None)
+    check = DeterminismCheck((tmp_path / "pykka", tmp_path / "direct"), ({}, {}), LogComparison(455, None, divergence))
+    assert determinism_json(check) == {
+        "deterministic": False,
+        "events": 455,
+        "events_digest": None,
+        "runs": {"pykka": str(tmp_path / "pykka"), "direct": str(tmp_path / "direct")},
+        "divergence": {
+            "line": 456,
+            "a": {"ts_ms": 105, "node": "consumer-3", "actor": "consumer", "event": "join_group_failed"},
+            "b": None,
+            "field": None,
+            "value_a": None,
+            "value_b": None,
+        },
+    }
