@@ -1,6 +1,6 @@
 """The `kafkasim` command line.
 
-    kafkasim run [SCENARIO] [--seed N] [--set KEY=VALUE ...] [--out DIR] [--json]
+    kafkasim run [SCENARIO] [--seed N] [--set KEY=VALUE ...] [--out DIR] [--json] [--host pykka|direct | --check-determinism] [--no-report]
     kafkasim analyze RUN_DIR [RUN_DIR ...] [--master URL] [--json]
     kafkasim report RUN_DIR
     kafkasim study [--out DIR] [--master URL]
@@ -9,7 +9,8 @@
 
 A user's mistake (a bad file, key or value) is one line on stderr naming it, and exit status 2;
 a simulator failure is one line with the seed and the event, exit status 1, the traceback in the
-run directory's failure.txt; an interrupt exits 130 after writing the summary.
+run directory's failure.txt; an interrupt exits 130 after writing the summary. A determinism
+check whose two logs differ is a simulator failure too: exit status 1.
 """
 
 from __future__ import annotations
@@ -73,8 +74,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--host",
         choices=[h.value for h in HostKind],
-        default=HostKind.PYKKA.value,
-        help="pykka (the product) or direct (the in-thread reference executor)",
+        help="pykka (the product, the default) or direct (the in-thread reference executor)",
+    )
+    run.add_argument(
+        "--check-determinism",
+        action="store_true",
+        help="run under both hosts into OUT/pykka and OUT/direct and compare the event logs line by line",
     )
     run.add_argument(
         "--no-report", dest="report", action="store_false", help="do not write report.html at the end"

@@ -5,17 +5,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, usage_error
 from sim.cli.figures import group_figures
 from sim.cli.progress import RunProgress
 from sim.cluster.scenario import Scenario
+from sim.engine.divergence import describe
 from sim.engine.kernel import HostKind
 from sim.studies.builtin import load_study
 
-__all__ = ["consumer_failure_lines", "run"]
+if TYPE_CHECKING:
+    from sim.studies.determinism import DeterminismCheck
+
+__all__ = ["consumer_failure_lines", "determinism_json", "run"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,19 +32,35 @@ def run(args: argparse.Namespace) -> int:
         if args.seed < 0:
             return usage_error(f"--seed must be at least 0, got {args.seed}")
         overrides.append(f"run.seed={args.seed}")
+    checking = getattr(args, "check_determinism", False)
+    if checking and args.host is not None:
+        return usage_error(f"--check-determinism runs under both hosts, pykka then direct: drop --host {args.host}")
     scenario = load_study(args.scenario, overrides)
     check_scenario(scenario)
+    if checking:
+        return _check_determinism(args, scenario)
     out_dir = args.out or default_out_dir(scenario)
     def replacing(run_id: str) -> None:
-        earlier = f"the earlier run {run_id}" if run_id else "an earlier run (it left no summary.json or log to name it)"
-        sys.stderr.write(f"kafkasim: replacing {earlier} in {out_dir}\n")
+        _say_replacing(out_dir, run_id)
 
     progress = RunProgress(scenario.get("run", "duration.ms"), tty=sys.stderr.isatty())
-    summary = run_scenario(scenario, out_dir, host=HostKind(args.host), progress=progress, replacing=replacing)
+    host = HostKind(args.host or HostKind.PYKKA.value)
+    summary = run_scenario(scenario, out_dir, host=host, progress=progress, replacing=replacing)
     progress.finish(summary["sim_ms"])
     _print_summary(summary, out_dir, as_json=args.json)
     if args.report:
         _write_run_report(out_dir, summary, quiet=args.json)
+    return _outcome(scenario, summary, out_dir)
+
+
+def _say_replacing(out_dir: Path, run_id: str) -> None:
+    earlier = f"the earlier run {run_id}" if run_id else "an earlier run (it left no summary.json or log to name it)"
+    sys.stderr.write(f"kafkasim: replacing {earlier} in {out_dir}\n")
+
+
+def _outcome(scenario: Scenario, summary: dict[str, Any], out_dir: Path) -> int:
+    """A finished run's exit status, with its lines on stderr: interrupted, failed, or what
+    stopped its consumers."""
     if summary["interrupted"]:
         sys.stderr.write(f"kafkasim: interrupted at {summary['sim_ms']} ms; log kept in {out_dir}\n")
         return EXIT_INTERRUPTED
@@ -51,6 +72,58 @@ def run(args: argparse.Namespace) -> int:
     for line in lines:
         sys.stderr.write(f"kafkasim: {line}\n")
     return EXIT_USAGE if mistake else 0
+
+
+def _check_determinism(args: argparse.Namespace, scenario: Scenario) -> int:
+    """`--check-determinism`: the scenario under each host, the logs compared. Identical logs
+    are one line on stdout; differing ones name their first differing line on stderr and exit
+    with the status of a simulator failure. No report is written: `kafkasim report` writes one
+    from either kept directory."""
+    from sim.studies.determinism import check_determinism, default_check_dir  # noqa: PLC0415
+
+    out_dir = args.out or default_check_dir(scenario)
+    shown: dict[HostKind, RunProgress] = {}
+
+    def progress(host: HostKind) -> RunProgress:
+        shown[host] = RunProgress(scenario.get("run", "duration.ms"), tty=sys.stderr.isatty())
+        return shown[host]
+
+    check = check_determinism(
+        scenario,
+        out_dir,
+        progress=progress,
+        finished=lambda host, summary: shown[host].finish(summary["sim_ms"]),
+        replacing=_say_replacing,
+    )
+    if check.comparison is None:  # interrupted: half a check compares nothing
+        return _outcome(scenario, check.summaries[-1], check.dirs[len(check.summaries) - 1])
+    comparison, logs = check.comparison, [d / "events.jsonl" for d in check.dirs]
+    if args.json:
+        sys.stdout.write(json.dumps(determinism_json(check)) + "\n")
+    elif comparison.divergence is None:
+        sys.stdout.write(
+            f"deterministic: {comparison.events:,} events, identical under {' and '.join(d.name for d in check.dirs)}, "
+            f"sha256 {comparison.digest} ({logs[0]}, {logs[1]})\n"
+        )
+    if comparison.divergence is not None:
+        first, *rest = describe(comparison.divergence, *(d.name for d in check.dirs))
+        sys.stderr.write(f"kafkasim: not deterministic: {first} ({logs[0]}, {logs[1]})\n" + "".join(f"{line}\n" for line in rest))
+        return EXIT_FAILED
+    return _outcome(scenario, check.summaries[0], check.dirs[0])  # the same log: the same outcome under both
+
+
+def determinism_json(check: DeterminismCheck) -> dict[str, Any]:
+    """`--check-determinism --json`: the verdict, the logs' figures and the divergence if any."""
+    comparison = check.comparison
+    assert comparison is not None, "an interrupted check prints no verdict"
+    divergence = comparison.divergence
+    return {
+        "deterministic": divergence is None,
+        "events": comparison.events,
+        "events_digest": comparison.digest,
+        "runs": {d.name: str(d) for d in check.dirs},
+        "divergence": None if divergence is None else asdict(divergence),
+    }
 
 
 INVALID_SESSION_TIMEOUT = "JoinGroup: INVALID_SESSION_TIMEOUT"

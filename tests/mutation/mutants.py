@@ -1791,4 +1791,15 @@ MUTANTS: tuple[Mutant, ...] = (
         '    return f"consumer-{req.group_id}-1"\n',
         ("tests/scenarios/test_consumer_groups.py::test_the_client_id_is_the_member_ids_prefix_and_orders_the_members",),
     ),
+    Mutant(
+        "determinism_check_passes_a_shorter_log",
+        "two event logs that agree as far as the shorter goes still differ: the shorter one's end is their divergence",
+        "sim/engine/divergence.py",
+        "enumerate(zip_longest(lines_a, lines_b), start=1)",
+        "enumerate(zip(lines_a, lines_b), start=1)",
+        (
+            "tests/unit/test_divergence.py::test_the_shorter_log_diverges_where_it_ends",
+            "tests/unit/test_divergence.py::test_compare_logs_streams_two_files_and_gives_the_digest_of_identical_ones",
+        ),
+    ),
 )
