@@ -27,6 +27,7 @@ from actors.group.placement import OFFSETS_TOPIC, partition_for
 from actors.request_log import RequestLog
 from sim.cluster.accounting import GroupAccounting
 from sim.cluster.admin import AdminDesk, AdminRequest, check_admin_fault, lag_rows
+from sim.cluster.anomalies import AnomalyChecks
 from sim.cluster.client import CLIENT_ACTOR, Client
 from sim.cluster.fault_methods import FaultMethods
 from sim.cluster.faults import (
@@ -146,6 +147,8 @@ class Cluster(FaultMethods):
         self.kernel.observe(self.groups)
         self.skips = SkipAccounting()
         self.kernel.observe(self.skips)
+        self.anomalies = AnomalyChecks()
+        self.kernel.observe(self.anomalies)
         self.instance_ids = SharedInstanceIds()
         self.kernel.observe(self.instance_ids)
         self.kernel.fail_on_violation = scenario.get("run", "invariants") == "fail"
@@ -331,13 +334,15 @@ class Cluster(FaultMethods):
     def final_checks(self) -> dict[str, Any]:
         """The end-of-run checks against ground truth (docs/run-directory.md): the final logs
         against what producers had acknowledged (`sim.cluster.ground_truth`), then the groups'
-        duplicates and skipped records."""
+        duplicates and skipped records, and Jepsen's poll and send anomalies
+        (`sim.cluster.anomalies`)."""
         producers = [self.state(f"producer-{i + 1}", "producer") for i in range(len(self.scenario.producers))]
         brokers = range(1, self.scenario.get("cluster", "brokers") + 1)
         figures, logs = log_figures(self.scenario.producers, producers, replica_logs(self.kernel, brokers))
         known = {"known_bug_findings": list(self.group_invariants.findings)}
         shared = self.instance_ids.figures()
-        return {**figures, **self.groups.summary(), **self.skips.figures(logs), **shared, **known}
+        anomalies = self.anomalies.figures()
+        return {**figures, **self.groups.summary(), **self.skips.figures(logs), **anomalies, **shared, **known}
 
     # ------------------------------------------------------------------ the run directory
 

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from sim.cluster.anomalies import AnomalyChecks
 from sim.cluster.scenario import Scenario
 from sim.engine.kernel import Kernel
 from sim.engine.trace import LOG_SCHEMA_VERSION
@@ -114,6 +115,8 @@ def build_summary(scenario: Scenario, kernel: Kernel, wall_s: float) -> dict[str
         "skipped_by_cause": {},
         "skip_spans": [],
         "processed_then_lost": 0,
+        "anomalies": AnomalyChecks().figures()["anomalies"],
+        "anomaly_cases": [],
         "rebalances": 0,
         "consumer_failures": [],
         "invariant_violations": list(kernel.invariant_violations),

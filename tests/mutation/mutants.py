@@ -1802,4 +1802,23 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/unit/test_divergence.py::test_compare_logs_streams_two_files_and_gives_the_digest_of_identical_ones",
         ),
     ),
+    Mutant(
+        "anomaly_any_reset_explains_a_jump",
+        "a position set (an auto.offset.reset, a truncation found by validation) explains only the consumer's jump to the offset it set (Jepsen's poll-skip and nonmonotonic-poll, sim/cluster/anomalies.py)",
+        "sim/cluster/anomalies.py",
+        "            if at == offset:\n",
+        "            if True:\n",
+        ("tests/unit/test_jepsen_anomalies.py::test_a_jump_ahead_to_where_no_position_was_set_is_an_unexplained_poll_skip",),
+    ),
+    Mutant(
+        "anomaly_hold_survives_reassignment",
+        "each assignment of a partition starts a new hold: a consumer's polls are compared within one ownership, not across a rebalance that gave the partition away and back (sim/cluster/anomalies.py)",
+        "sim/cluster/anomalies.py",
+        "            holds[tp] = _Hold()\n",
+        "            holds[tp] = released.get(tp) or _Hold()\n",
+        (
+            "tests/scenarios/test_anomalies.py::test_a_clean_run_has_no_anomaly_though_a_partition_comes_back_further_on",
+            "tests/unit/test_jepsen_anomalies.py::test_a_new_assignment_starts_afresh_and_records_in_hand_after_a_revocation_go_on_the_old_hold",
+        ),
+    ),
 )

@@ -117,6 +117,17 @@ def test_an_idempotent_producer_writes_nothing_twice(version: str, seed: int) ->
         assert outcome.violations == (), outcome.scenario
 
 
+@pytest.mark.parametrize(("version", "seed"), IDEMPOTENT_RUNS)
+def test_an_idempotent_producers_sends_go_back_only_where_a_leader_lost_the_ones_before(version: str, seed: int) -> None:
+    """Jepsen's nonmonotonic-send (sim/cluster/anomalies.py): within one producer id and epoch,
+    a batch lands past the one sent before it, unless a leader elected meanwhile lacked that one
+    (`lost_acked`, a power or disk loss, the truncations before 2.1)."""
+    outcome = run(SwarmConfig(version, crash_kinds=CRASH_KINDS, idempotence=True), seed)
+    sends = outcome.checks["anomalies"]["nonmonotonic-send"]
+    assert sends["unexplained"] == 0, (outcome.checks["anomaly_cases"], outcome.scenario)
+    assert set(sends["by_cause"]) <= {"lost_acked"}, outcome.scenario
+
+
 def test_a_broker_restarted_before_its_old_session_expired_leads_nothing_until_it_registers() -> None:
     """Regression, seed 34 of 3.9: broker-2 comes back from a power loss while its old ZooKeeper
     session still holds `/brokers/ids/2`, so its registration fails (NODEEXISTS) and is retried.
