@@ -15,7 +15,8 @@ What it models of the Java consumer:
   arrives while the application is busy between two polls waits for its next `poll()` (the
   heartbeat thread is off in PREPARING_REBALANCE), and so does the SyncGroup it leads to;
 - the member's state and generation (`membership.py`), reset by a fencing error (keeping the
-  member id on ILLEGAL_GENERATION from 3.2, KAFKA-13419) or a poll timeout; the heartbeat
+  member id on ILLEGAL_GENERATION from 3.2, KAFKA-13419; a JoinGroup or SyncGroup one runs
+  `onJoinPrepare` again, reporting the partitions lost, from KAFKA-12983) or a poll timeout; the heartbeat
   thread (`heartbeat.py`) runs from the JoinGroup answer on;
 - LeaveGroup (`maybeLeaveGroup`): only a dynamic member (KIP-345) with a known coordinator, a
   member id, and not UNJOINED sends it, once, without retrying it.
@@ -295,8 +296,10 @@ class AbstractCoordinator(ABC):
             m.member_id = resp.member_id  # KIP-394: join again with it, in the next poll()
         elif error is ErrorCode.UNKNOWN_MEMBER_ID:
             m.reset_generation()
+            m.needs_join_prepare = m.needs_join_prepare or cfg.join_prepare_after_reset
         elif error is ErrorCode.ILLEGAL_GENERATION:
             m.reset_generation(keep_member_id=cfg.keep_member_id_on_illegal_generation)
+            m.needs_join_prepare = m.needs_join_prepare or cfg.join_prepare_after_reset
         elif error in COORDINATOR_ERRORS:
             self.mark_coordinator_unknown(out, error.name, "JoinGroup")
         elif error in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.REBALANCE_IN_PROGRESS):
@@ -330,11 +333,13 @@ class AbstractCoordinator(ABC):
                 m.needs_join_prepare = True  # `resetStateAndRejoin`
         elif error is ErrorCode.ILLEGAL_GENERATION:
             m.reset_generation(keep_member_id=cfg.keep_member_id_on_illegal_generation)
+            m.needs_join_prepare = m.needs_join_prepare or cfg.join_prepare_after_reset
         elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
             if error is ErrorCode.FENCED_INSTANCE_ID:
                 self.app.fail(out, "SyncGroup: FENCED_INSTANCE_ID")
                 return
             m.reset_generation()
+            m.needs_join_prepare = m.needs_join_prepare or cfg.join_prepare_after_reset
         elif error in COORDINATOR_ERRORS:
             self.mark_coordinator_unknown(out, error.name, "SyncGroup")
             m.state = MemberState.UNJOINED

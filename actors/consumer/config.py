@@ -146,6 +146,14 @@ class ConsumerConfig:
         return self.version >= (3, 2, 0)
 
     @property
+    def join_prepare_after_reset(self) -> bool:
+        """KAFKA-12983 (2.7.2, 2.8.1, 3.0.0): a JoinGroup or SyncGroup error that resets the
+        generation (`resetStateAndRejoin`) runs `onJoinPrepare` again before the next JoinGroup,
+        so the member reports its partitions lost; before, it rejoined still owning them."""
+        v = self.version
+        return v >= (2, 8, 1) or (2, 7, 2) <= v < (2, 8, 0)
+
+    @property
     def validates_positions(self) -> bool:
         """KIP-320's consumer side (KAFKA-7747, 2.3): after a leader change a position is
         checked with OffsetsForLeaderEpoch before it is fetched from again."""

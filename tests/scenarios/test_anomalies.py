@@ -62,7 +62,7 @@ node = "consumer-2"
 def test_a_clean_run_has_no_anomaly_though_a_partition_comes_back_further_on() -> None:
     """An idempotent producer (3.9's default) and a group whose second member joins at 8 s and
     closes at 16 s: consumer-1 gives T-0 up at the first rebalance (its last record there, offset
-    303) and gets it back at 18,176 ms from consumer-2's commit (535). That jump lies between two
+    303) and gets it back at 18,170 ms from consumer-2's commit (535). That jump lies between two
     holds, where a new owner starts from the commit, so nothing is an anomaly."""
     events, summary = _run(scenario(TWO_THEN_ONE, duration=25_000, records=2000))
     assert (summary["anomalies"], summary["anomaly_cases"]) == (NONE, [])
@@ -70,7 +70,7 @@ def test_a_clean_run_has_no_anomaly_though_a_partition_comes_back_further_on() -
     [back] = [e for e in where(events, "partitions_assigned", node="consumer-1") if "T-0" in e["partitions"]][1:]
     before = [e for e in t0 if e["ts_ms"] < back["ts_ms"]]
     after = [e for e in t0 if e["ts_ms"] > back["ts_ms"]]
-    assert (back["ts_ms"], before[-1]["end_offset"] - 1, after[0]["first_offset"]) == (18_176, 303, 535)
+    assert (back["ts_ms"], before[-1]["end_offset"] - 1, after[0]["first_offset"]) == (18_170, 303, 535)
     assert summary["acked"] == 2000 and summary["duplicates"] == summary["skipped"] == 0
 
 
@@ -78,10 +78,10 @@ def test_a_clean_run_has_no_anomaly_though_a_partition_comes_back_further_on() -
     ("policy", "cases"),
     [
         # earliest: each time retention moves the log start past the consumer, it seeks there
-        ("earliest", [(28, 135, 2075, 2023), (153, 185, 3067, 3015)]),
-        # latest: one seek to the end, where the producer goes on; the second one (to 200, at
-        # 3,024 ms) is followed by nothing
-        ("latest", [(29, 153, 2084, 2024)]),
+        ("earliest", [(30, 135, 2115, 2017), (154, 185, 3117, 3019)]),
+        # latest: one seek to the end, where the producer goes on; the second one (to 200) is
+        # followed by nothing
+        ("latest", [(31, 152, 2116, 2018)]),
     ],
 )
 def test_a_reset_past_records_retention_deleted_is_an_explained_poll_skip(policy: str, cases: list[tuple[int, ...]]) -> None:
