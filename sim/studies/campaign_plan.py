@@ -28,7 +28,7 @@ from actors.group.placement import partition_for
 from actors.profiles import Version, parse_version
 from sim.studies.campaign_faults import KIND_DOCS, KINDS, Shape, draw_fault
 
-__all__ = ["COMMITS", "KINDS", "KIND_DOCS", "PROFILES", "PROTOCOLS", "plan"]
+__all__ = ["COMMITS", "KINDS", "KIND_DOCS", "PROFILES", "PROTOCOLS", "drawn_kinds", "plan"]
 
 PROFILES = ("2.3", "2.8", "3.3", "3.6", "3.7", "3.9", "4.0")
 """The versions a seed draws from when no profile is given: one on each side of the rules that
@@ -74,16 +74,23 @@ def plan(
         raise ValueError(msg)
     tables, shape = _configuration(rng, seed, version_text, version, safe=safe, duration_ms=duration_ms)
     enabled = chosen if chosen is not None else _swarm(rng)
-    faults: list[tuple[int, int, dict[str, Any]]] = []
+    faults: list[tuple[int, int, str, dict[str, Any]]] = []
     for _ in range(rng.randint(2, 6)):
         kind = rng.choice(enabled)
         at = rng.randint(duration_ms // 10, duration_ms * 6 // 10)
-        faults.extend((table["at.ms"], len(faults), table) for table in draw_fault(rng, kind, shape, at))
+        faults.extend((table["at.ms"], len(faults), kind, table) for table in draw_fault(rng, kind, shape, at))
     faults.sort(key=lambda fault: (fault[0], fault[1]))
     head = f"# kafkasim fault campaign: seed {seed}, kinds {', '.join(enabled)}{', safe' if safe else ''}\n"
     return head + "".join(_table(name, table) for name, table in tables) + "".join(
-        _table("[faults]", table) for _, _, table in faults
+        f"# campaign kind: {kind}\n" + _table("[faults]", table) for _, _, kind, table in faults
     )
+
+
+def drawn_kinds(text: str) -> list[str]:
+    """The campaign kinds of a plan's faults, in the plan's order (a kind drawn as two tables,
+    such as `restart`, is named twice)."""
+    prefix = "# campaign kind: "
+    return [line[len(prefix) :] for line in text.splitlines() if line.startswith(prefix)]
 
 
 def _check_kinds(kinds: tuple[str, ...] | list[str] | None) -> tuple[str, ...] | None:
