@@ -28,7 +28,7 @@ from actors.group.placement import partition_for
 from actors.profiles import Version, parse_version
 from sim.studies.campaign_faults import KIND_DOCS, KINDS, Shape, draw_fault
 
-__all__ = ["COMMITS", "KINDS", "KIND_DOCS", "PROFILES", "PROTOCOLS", "drawn_kinds", "plan"]
+__all__ = ["COMMITS", "KINDS", "KIND_DOCS", "PROFILES", "PROTOCOLS", "drawn_kinds", "enabled_kinds", "plan"]
 
 PROFILES = ("2.3", "2.8", "3.3", "3.6", "3.7", "3.9", "4.0")
 """The versions a seed draws from when no profile is given: one on each side of the rules that
@@ -84,6 +84,12 @@ def plan(
     return head + "".join(_table(name, table) for name, table in tables) + "".join(
         f"# campaign kind: {kind}\n" + _table("[faults]", table) for _, _, kind, table in faults
     )
+
+
+def enabled_kinds(text: str) -> list[str]:
+    """The campaign kinds a plan's seed enabled (named in its first line)."""
+    first = text.split("\n", 1)[0]
+    return first.split(", kinds ", 1)[1].removesuffix(", safe").split(", ")
 
 
 def drawn_kinds(text: str) -> list[str]:

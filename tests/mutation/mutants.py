@@ -1821,4 +1821,20 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/unit/test_jepsen_anomalies.py::test_a_new_assignment_starts_afresh_and_records_in_hand_after_a_revocation_go_on_the_old_hold",
         ),
     ),
+    Mutant(
+        "campaign_coordinator_ignores_offsets_partitions",
+        "a group's coordinator is the leader of __consumer_offsets partition abs(hashCode(group.id)) % offsets.topic.num.partitions (GroupMetadataManager.partitionFor): the campaign's coordinator failover must stop that broker",
+        "sim/studies/campaign_plan.py",
+        "coordinator = partition_for(GROUP, offsets_partitions) % brokers + 1",
+        "coordinator = partition_for(GROUP, 1) % brokers + 1",
+        ("tests/unit/test_campaign_plan.py::test_a_coordinator_failover_stops_the_broker_coordinating_the_group",),
+    ),
+    Mutant(
+        "campaign_swarm_enables_every_kind",
+        "swarm testing: each campaign seed enables a random subset of the fault kinds, not all of them (sim/studies/campaign_plan.py)",
+        "sim/studies/campaign_plan.py",
+        "enabled = tuple(kind for kind in KINDS if rng.random() < 0.5)",
+        "enabled = tuple(kind for kind in KINDS if rng.random() < 2)",
+        ("tests/unit/test_campaign_plan.py::test_a_seed_enables_a_subset_of_the_kinds",),
+    ),
 )
