@@ -93,9 +93,9 @@ def _restart(rng: random.Random, shape: Shape, at: int) -> list[Table]:
 
 def _sides(rng: random.Random, shape: Shape) -> tuple[list[str], list[str]]:
     """Two disjoint groups of nodes: some brokers against the rest, or a consumer against some
-    brokers."""
+    brokers (the only cut of a single broker's cluster)."""
     brokers = list(shape.brokers)
-    if rng.random() < 0.5:  # noqa: PLR2004 - half the cuts split the brokers
+    if not shape.consumers or (len(brokers) > 1 and rng.random() < 0.5):  # noqa: PLR2004 - half split the brokers
         rng.shuffle(brokers)
         cut = rng.randint(1, len(brokers) - 1)
         return sorted(brokers[:cut]), sorted(brokers[cut:])

@@ -28,7 +28,19 @@ from actors.group.placement import partition_for
 from actors.profiles import Version, parse_version
 from sim.studies.campaign_faults import KIND_DOCS, KINDS, Shape, draw_fault
 
-__all__ = ["COMMITS", "KINDS", "KIND_DOCS", "PROFILES", "PROTOCOLS", "drawn_kinds", "enabled_kinds", "plan"]
+__all__ = [
+    "COMMITS",
+    "KINDS",
+    "KIND_DOCS",
+    "PROFILES",
+    "PROTOCOLS",
+    "check_kinds",
+    "draw_faults",
+    "drawn_kinds",
+    "enabled_kinds",
+    "plan",
+    "swarm",
+]
 
 PROFILES = ("2.3", "2.8", "3.3", "3.6", "3.7", "3.9", "4.0")
 """The versions a seed draws from when no profile is given: one on each side of the rules that
@@ -65,7 +77,7 @@ def plan(
     """The seed's scenario as TOML text: a configuration drawn within `profile` (a Kafka version,
     drawn from `PROFILES` when None) and faults of a random subset of `KINDS` (or of `kinds`).
     Raises ValueError naming an unknown kind or profile."""
-    chosen = _check_kinds(kinds)
+    chosen = check_kinds(kinds)
     rng = random.Random(seed)
     version_text = rng.choice(PROFILES) if profile is None else profile
     version = _check_profile(version_text, safe=safe)
@@ -73,17 +85,22 @@ def plan(
         msg = f"duration_ms {duration_ms} is too short for a campaign run (at least 1000)"
         raise ValueError(msg)
     tables, shape = _configuration(rng, seed, version_text, version, safe=safe, duration_ms=duration_ms)
-    enabled = chosen if chosen is not None else _swarm(rng)
+    enabled = chosen if chosen is not None else swarm(rng, KINDS)
+    head = f"# kafkasim fault campaign: seed {seed}, kinds {', '.join(enabled)}{', safe' if safe else ''}\n"
+    return head + "".join(_table(name, table) for name, table in tables) + draw_faults(rng, shape, enabled)
+
+
+def draw_faults(rng: random.Random, shape: Shape, enabled: tuple[str, ...]) -> str:
+    """Two to six faults of the `enabled` kinds over `shape`'s run, as `[[faults]]` tables in
+    the order they start, each under a comment naming its campaign kind."""
     faults: list[tuple[int, int, str, dict[str, Any]]] = []
+    duration_ms = shape.duration_ms
     for _ in range(rng.randint(2, 6)):
         kind = rng.choice(enabled)
         at = rng.randint(duration_ms // 10, duration_ms * 6 // 10)
         faults.extend((table["at.ms"], len(faults), kind, table) for table in draw_fault(rng, kind, shape, at))
     faults.sort(key=lambda fault: (fault[0], fault[1]))
-    head = f"# kafkasim fault campaign: seed {seed}, kinds {', '.join(enabled)}{', safe' if safe else ''}\n"
-    return head + "".join(_table(name, table) for name, table in tables) + "".join(
-        f"# campaign kind: {kind}\n" + _table("[faults]", table) for _, _, kind, table in faults
-    )
+    return "".join(f"# campaign kind: {kind}\n" + _table("[faults]", table) for _, _, kind, table in faults)
 
 
 def enabled_kinds(text: str) -> list[str]:
@@ -99,7 +116,7 @@ def drawn_kinds(text: str) -> list[str]:
     return [line[len(prefix) :] for line in text.splitlines() if line.startswith(prefix)]
 
 
-def _check_kinds(kinds: tuple[str, ...] | list[str] | None) -> tuple[str, ...] | None:
+def check_kinds(kinds: tuple[str, ...] | list[str] | None) -> tuple[str, ...] | None:
     if kinds is None:
         return None
     for kind in kinds:
@@ -124,10 +141,10 @@ def _check_profile(text: str, *, safe: bool) -> Version:
     return version
 
 
-def _swarm(rng: random.Random) -> tuple[str, ...]:
-    """Each kind on with probability one half; at least one."""
-    enabled = tuple(kind for kind in KINDS if rng.random() < 0.5)  # noqa: PLR2004
-    return enabled or (rng.choice(KINDS),)
+def swarm(rng: random.Random, kinds: tuple[str, ...]) -> tuple[str, ...]:
+    """Each of `kinds` on with probability one half; at least one."""
+    enabled = tuple(kind for kind in kinds if rng.random() < 0.5)  # noqa: PLR2004
+    return enabled or (rng.choice(kinds),)
 
 
 def _configuration(

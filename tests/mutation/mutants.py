@@ -1833,8 +1833,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "campaign_swarm_enables_every_kind",
         "swarm testing: each campaign seed enables a random subset of the fault kinds, not all of them (sim/studies/campaign_plan.py)",
         "sim/studies/campaign_plan.py",
-        "enabled = tuple(kind for kind in KINDS if rng.random() < 0.5)",
-        "enabled = tuple(kind for kind in KINDS if rng.random() < 2)",
+        "enabled = tuple(kind for kind in kinds if rng.random() < 0.5)",
+        "enabled = tuple(kind for kind in kinds if rng.random() < 2)",
         ("tests/unit/test_campaign_plan.py::test_a_seed_enables_a_subset_of_the_kinds",),
     ),
 )
