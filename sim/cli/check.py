@@ -39,7 +39,7 @@ def add_parser(commands: Any) -> None:
 
 def check(args: argparse.Namespace) -> int:
     """Exit status 0 when every run kept every invariant and none failed, else 1."""
-    from sim.studies.campaign import check_tasks, run_check_task, totals  # noqa: PLC0415
+    from sim.studies.campaign import check_tasks, run_check, totals  # noqa: PLC0415
 
     if args.seeds < 1:
         return _usage(f"--seeds {args.seeds}: expected at least 1")
@@ -62,11 +62,7 @@ def check(args: argparse.Namespace) -> int:
     _prepare(args.out)
     phase(f"checking {len(tasks)} seed(s) on Spark ({args.master})", step=False)
 
-    def work(spark: Any) -> list[dict[str, Any]]:
-        sc = spark.sparkContext
-        return sc.parallelize(tasks, len(tasks)).map(run_check_task).collect()
-
-    results = sorted(on_spark(args.master, work), key=lambda r: r["seed"])
+    results = on_spark(args.master, lambda spark: run_check(spark, tasks))
     figures = totals(results)
     (args.out / "check.json").write_text(json.dumps({**figures, "results": results}, indent=2) + "\n", encoding="utf-8")
     if args.json:

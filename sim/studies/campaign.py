@@ -29,7 +29,7 @@ from sim.cluster.wiring import consumer_configs
 from sim.studies.campaign_faults import KINDS, Shape
 from sim.studies.campaign_plan import DURATION_MS, check_kinds, draw_faults, plan, swarm
 
-__all__ = ["campaign_text", "check_tasks", "run_check_task", "shape_of", "totals"]
+__all__ = ["campaign_text", "check_tasks", "run_check", "run_check_task", "shape_of", "totals"]
 
 CONSUMER_KINDS = frozenset(
     {
@@ -181,6 +181,12 @@ def run_check_task(task: dict[str, Any]) -> dict[str, Any]:
         "duplicates_by_cause": dict(sorted(summary["duplicates_by_cause"].items())),
         "anomalies": anomalies,
     }
+
+
+def run_check(spark: Any, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tasks on Spark, one partition each; their results by seed."""
+    results = spark.sparkContext.parallelize(tasks, len(tasks)).map(run_check_task).collect()
+    return sorted(results, key=lambda r: r["seed"])
 
 
 def _no_figures() -> dict[str, Any]:
