@@ -117,7 +117,7 @@ def campaign_text(
             raise ScenarioError(msg)
     rng = random.Random(seed)
     enabled = chosen if chosen is not None else swarm(rng, possible)
-    head = f"# kafkasim fault campaign: seed {seed}, kinds {', '.join(enabled)}, over {source}\n"
+    head = f"# kafkasim fault campaign: seed {seed}; kinds {', '.join(enabled)}; over {source}\n"
     return head + scenario.to_toml().rstrip("\n") + "\n" + draw_faults(rng, shape, enabled)
 
 

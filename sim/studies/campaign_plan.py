@@ -86,7 +86,7 @@ def plan(
         raise ValueError(msg)
     tables, shape = _configuration(rng, seed, version_text, version, safe=safe, duration_ms=duration_ms)
     enabled = chosen if chosen is not None else swarm(rng, KINDS)
-    head = f"# kafkasim fault campaign: seed {seed}, kinds {', '.join(enabled)}{', safe' if safe else ''}\n"
+    head = f"# kafkasim fault campaign: seed {seed}; kinds {', '.join(enabled)}{'; safe' if safe else ''}\n"
     return head + "".join(_table(name, table) for name, table in tables) + draw_faults(rng, shape, enabled)
 
 
@@ -105,8 +105,8 @@ def draw_faults(rng: random.Random, shape: Shape, enabled: tuple[str, ...]) -> s
 
 def enabled_kinds(text: str) -> list[str]:
     """The campaign kinds a plan's seed enabled (named in its first line)."""
-    first = text.split("\n", 1)[0]
-    return first.split(", kinds ", 1)[1].removesuffix(", safe").split(", ")
+    parts = text.split("\n", 1)[0].split("; ")
+    return next(part for part in parts if part.startswith("kinds ")).removeprefix("kinds ").split(", ")
 
 
 def drawn_kinds(text: str) -> list[str]:
