@@ -199,25 +199,28 @@ def _zombie(rng: random.Random, shape: Shape, at: int) -> list[Table]:
     return [{"kind": "zombie", "node": rng.choice(shape.consumers), "duration.ms": _span(rng, shape, at, 1000, 8000)}]
 
 
+def _interval(rng: random.Random, shape: Shape, at: int, low: int, high: int, nodes: int) -> int:
+    """A rolling restart's interval, shortened so that its last node starts by `fault_end_ms`."""
+    return min(rng.randint(low, high), max(0, (shape.fault_end_ms - at) // nodes))
+
+
 def _rolling_brokers(rng: random.Random, shape: Shape, at: int) -> list[Table]:
-    del at
     return [
         {
             "kind": "rolling_restart",
             "nodes": list(shape.brokers),
-            "interval.ms": rng.randint(3000, 8000),
+            "interval.ms": _interval(rng, shape, at, 3000, 8000, len(shape.brokers)),
             "down.ms": rng.choice((0, 500, 2000)),
         }
     ]
 
 
 def _rolling_consumers(rng: random.Random, shape: Shape, at: int) -> list[Table]:
-    del at
     return [
         {
             "kind": "rolling_restart",
             "group": shape.group,
-            "interval.ms": rng.randint(2000, 6000),
+            "interval.ms": _interval(rng, shape, at, 2000, 6000, len(shape.consumers)),
             "down.ms": rng.choice((0, 500, 2000)),
         }
     ]
