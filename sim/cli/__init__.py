@@ -5,6 +5,7 @@
     kafkasim report RUN_DIR
     kafkasim study [--out DIR] [--master URL]
     kafkasim sweep [SCENARIO] --seeds N [--grid KEY=V1,V2 ...] [--set KEY=VALUE ...] [--master URL] --out DIR [--resume]
+    kafkasim check [SCENARIO] --seeds N [--profile VERSION] [--faults KIND,...] [--safe] [--duration-ms MS] [--out DIR] [--master URL] [--json]
     kafkasim bench [--json] [--quick] [--protocols] [--sweep] [--analytics]
 
 A user's mistake (a bad file, key or value) is one line on stderr naming it, and exit status 2;
@@ -20,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from sim.cli import check as check_command
 from sim.cli import read as read_commands
 from sim.cli import run as run_command
 from sim.cli import studies as study_commands
@@ -120,6 +122,8 @@ def _parser() -> argparse.ArgumentParser:
         help="finish a sweep that stopped part way: run only the runs not done, then write the tables and report of all",
     )
 
+    check_command.add_parser(commands)
+
     bench = commands.add_parser(
         "bench", help="measure the kernel's throughput and the standard workload against the floor"
     )
@@ -162,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
             return study_commands.study(args)
         if args.command == "sweep":
             return study_commands.sweep(args)
+        if args.command == "check":
+            return check_command.check(args)
     except (ScenarioError, FaultError, RunDirError, RunDirRefused) as exc:
         return usage_error(str(exc))
     except SparkUnavailable as exc:

@@ -267,7 +267,7 @@ def test_a_full_disk_is_one_line_naming_the_file(
 def test_plain_kafkasim_prints_its_usage_and_version_prints_the_version() -> None:
     plain = kafkasim()
     assert (plain.returncode, plain.stdout) == (2, "")
-    assert plain.stderr.startswith("usage: kafkasim [-h] [--version] {run,analyze,report,study,sweep,bench}")
+    assert " ".join(plain.stderr.split()).startswith("usage: kafkasim [-h] [--version] {run,analyze,report,study,sweep,check,bench}")
     assert "run a scenario" in plain.stderr
     version = kafkasim("--version")
     assert (version.returncode, version.stdout) == (0, "kafkasim 0.1.0\n")

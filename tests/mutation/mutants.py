@@ -1829,4 +1829,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "            m.reset_generation()\n        elif error is ErrorCode.ILLEGAL_GENERATION:\n            m.reset_generation(keep_member_id=cfg.keep_member_id_on_illegal_generation)\n        elif error in COORDINATOR_ERRORS:\n            self.mark_coordinator_unknown(out, error.name, \"JoinGroup\")\n",
         ("tests/properties/test_protocol_swarm.py::test_every_protocol_keeps_the_invariants_and_the_recount_agrees[cooperative-45]",),
     ),
+    Mutant(
+        "campaign_coordinator_ignores_offsets_partitions",
+        "a group's coordinator is the leader of __consumer_offsets partition abs(hashCode(group.id)) % offsets.topic.num.partitions (GroupMetadataManager.partitionFor): the campaign's coordinator failover must stop that broker",
+        "sim/studies/campaign_plan.py",
+        "coordinator = partition_for(GROUP, offsets_partitions) % brokers + 1",
+        "coordinator = partition_for(GROUP, 1) % brokers + 1",
+        ("tests/unit/test_campaign_plan.py::test_a_coordinator_failover_stops_the_broker_coordinating_the_group",),
+    ),
+    Mutant(
+        "campaign_swarm_enables_every_kind",
+        "swarm testing: each campaign seed enables a random subset of the fault kinds, not all of them (sim/studies/campaign_plan.py)",
+        "sim/studies/campaign_plan.py",
+        "enabled = tuple(kind for kind in kinds if rng.random() < 0.5)",
+        "enabled = tuple(kind for kind in kinds if rng.random() < 2)",
+        ("tests/unit/test_campaign_plan.py::test_a_seed_enables_a_subset_of_the_kinds",),
+    ),
 )

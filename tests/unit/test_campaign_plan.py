@@ -1,0 +1,135 @@
+"""The fault campaign's generator: pure, seeded, valid, and every kind reachable."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from sim.cluster.harness import Cluster
+from sim.cluster.scenario import parse_scenario
+from sim.engine.kernel import HostKind
+from sim.studies.campaign_plan import KIND_DOCS, KINDS, PROFILES, drawn_kinds, enabled_kinds, plan
+
+
+def test_the_same_seed_and_arguments_give_byte_identical_text():
+    for seed in (0, 1, 17, 123456789):
+        assert plan(seed) == plan(seed)
+        assert plan(seed, "3.9", ("crash", "slow"), safe=True) == plan(seed, "3.9", ("crash", "slow"), safe=True)
+    assert plan(1) != plan(2)
+
+
+def test_plan_draws_from_its_own_random_only():
+    import random  # noqa: PLC0415
+
+    random.seed(1)
+    first = plan(5)
+    random.seed(2)
+    assert plan(5) == first
+
+
+def test_every_kind_is_drawn_by_some_seed_among_the_first_50():
+    drawn = {kind for seed in range(50) for kind in drawn_kinds(plan(seed))}
+    assert drawn == set(KINDS)
+
+
+def test_every_kind_has_a_one_line_doc():
+    assert len(set(KINDS)) == len(KINDS) == len(KIND_DOCS)
+    assert all(doc and "\n" not in doc for _, doc in KIND_DOCS)
+
+
+def test_kinds_restrict_the_faults_drawn():
+    for seed in range(30):
+        text = plan(seed, kinds=["session_expiry", "reset_offsets"])
+        assert set(drawn_kinds(text)) <= {"session_expiry", "reset_offsets"}
+        assert drawn_kinds(text)
+
+
+def test_a_seed_enables_a_subset_of_the_kinds():
+    """Swarm testing: most seeds leave some kinds out, and seeds differ in which."""
+    subsets = set()
+    for seed in range(30):
+        text = plan(seed)
+        enabled = enabled_kinds(text)
+        assert set(drawn_kinds(text)) <= set(enabled)
+        assert 0 < len(enabled) < len(KINDS)
+        subsets.add(frozenset(enabled))
+    assert len(subsets) == 30  # noqa: PLR2004
+    assert enabled_kinds(plan(1, kinds=["slow", "crash"], safe=True)) == ["slow", "crash"]
+
+
+@pytest.mark.parametrize("safe", [False, True])
+def test_each_of_200_seeds_parses(safe):
+    for seed in range(200):
+        parse_scenario(plan(seed, safe=safe), f"campaign seed {seed}")
+
+
+@pytest.mark.parametrize("profile", ["0.10.0", "0.11", "2.0", "2.4", *PROFILES, "4.1"])
+def test_every_profile_gives_valid_scenarios_of_its_version(profile):
+    for seed in range(25):
+        scenario = parse_scenario(plan(seed, profile, safe=profile not in ("0.10.0",)), f"campaign seed {seed}")
+        assert scenario.get("kafka", "version") == profile
+
+
+def test_the_consumer_protocol_is_drawn_only_where_the_version_has_it():
+    by_version = {profile: any('"group.protocol" = "consumer"' in plan(s, profile) for s in range(40)) for profile in PROFILES}
+    assert by_version == {p: p in ("3.7", "3.9", "4.0") for p in PROFILES}
+
+
+def test_the_safe_flavour_fixes_the_durability_settings_and_still_varies_the_commits():
+    commits = set()
+    for seed in range(40):
+        scenario = parse_scenario(plan(seed, "3.9", safe=True), f"campaign seed {seed}")
+        [topic] = scenario.topics
+        [producer] = scenario.producers
+        [consumer] = scenario.consumers
+        assert scenario.get("kafka", "version") == "3.9"
+        assert topic["replication.factor"] == 3  # noqa: PLR2004
+        assert scenario.get("broker", "min.insync.replicas") == 2  # noqa: PLR2004
+        assert scenario.get("broker", "unclean.leader.election.enable") is False
+        assert producer["acks"] in ("all", -1)
+        assert producer["enable.idempotence"] is True
+        assert consumer["processing"] == "poll_thread"
+        commits.add((consumer["commit"], consumer["enable.auto.commit"]))
+    assert commits == {("none", True), ("sync", False), ("async", False), ("on_revoke", False), ("processed", False)}
+
+
+def test_an_unknown_kind_or_profile_is_one_line_naming_it():
+    with pytest.raises(ValueError, match=r"^unknown fault kind 'meteor' \(known: crash, power_loss, ") as kind:
+        plan(1, kinds=["crash", "meteor"])
+    assert "\n" not in str(kind.value)
+    with pytest.raises(ValueError, match=r"^unknown profile '9\.9': '9\.9' is not supported") as profile:
+        plan(1, profile="9.9")
+    assert "\n" not in str(profile.value)
+    with pytest.raises(ValueError, match=r"^unknown profile 'latest'"):
+        plan(1, profile="latest")
+    with pytest.raises(ValueError, match=r"^no fault kinds given"):
+        plan(1, kinds=[])
+    with pytest.raises(ValueError, match=r"^profile '0\.10\.0': the safe flavour needs an idempotent producer"):
+        plan(1, profile="0.10.0", safe=True)
+
+
+def test_a_coordinator_failover_stops_the_broker_coordinating_the_group():
+    """The drawn node is the group's coordinator when the fault comes: the preferred leader of
+    its `__consumer_offsets` partition, which no earlier fault moved (seeds whose
+    `offsets.topic.num.partitions` put it on another broker than partition 0's)."""
+    for seed in (0, 10, 13):
+        text = plan(seed, "3.9", ["coordinator_failover"], duration_ms=10_000)
+        first = re.search(r'"at\.ms" = (\d+)\n"node" = "(broker-\d)"', text.split("[[faults]]", 1)[1])
+        assert first is not None
+        at, node = int(first.group(1)), first.group(2)
+        with Cluster(parse_scenario(text, f"seed {seed}"), host=HostKind.DIRECT) as cluster:
+            cluster.run(until_ms=at - 1)
+            assert cluster.coordinator_of("campaign") == node
+
+
+@pytest.mark.parametrize(("seed", "safe"), [(2, False), (3, False), (5, False), (1, True), (7, True)])
+def test_a_handful_of_seeds_run_with_no_invariant_violation(seed, safe):
+    text = plan(seed, safe=safe, duration_ms=10_000)
+    with Cluster(parse_scenario(text, f"campaign seed {seed}"), host=HostKind.DIRECT) as cluster:
+        cluster.run_to_end()
+        assert cluster.kernel.invariant_violations == []
+        summary = cluster.summary()
+    assert summary["produced"] > 0
+    assert summary["consumed"] > 0
+    assert summary["failure"] is None
