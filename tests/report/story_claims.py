@@ -469,8 +469,9 @@ class Checker(ConsumerClaims):
                     return f"{p} had an owner within {length} s"
                 if generation and (not later or later[0].generation != int(generation)):
                     return f"{p}'s next owner is not of generation {generation}"
-        if int(n) != self._uncommitted(node, group, at, [h.partition for h in held]):
-            return f"it had processed {self._uncommitted(node, group, at, [h.partition for h in held])} uncommitted records"
+        uncommitted = self._uncommitted(node, group, crashes[0], [h.partition for h in held])
+        if int(n) != uncommitted:
+            return f"it had processed {uncommitted} uncommitted records"
         last = self._last_commit(node, at)
         if commit is None and last is not None:
             return "it had committed"
@@ -491,12 +492,17 @@ class Checker(ConsumerClaims):
             return "its restart is otherwise"
         return None
 
-    def _uncommitted(self, node: str, group: str, at: int, partitions: list[str]) -> int:
+    def _uncommitted(self, node: str, group: str, crash: dict[str, Any], partitions: list[str]) -> int:
+        """What the process had processed above the group's commits when it crashed: the log's
+        lines before the crash's, a commit completed later in its millisecond not counted."""
+        at = crash["ts_ms"]
         started = max(e["ts_ms"] for e in self.log.of("node_started") if e["target"] == node and e["ts_ms"] <= at)
         processed: dict[str, int] = {}
         committed: dict[str, int] = {}
-        for e in self.log.of("records_processed", "offset_commit_completed"):
-            if e["ts_ms"] > at or e["group_id"] != group:
+        for e in self.log.of("records_processed", "offset_commit_completed", "node_crashed"):
+            if e is crash:
+                break
+            if e["event"] == "node_crashed" or e["group_id"] != group:
                 continue
             if e["event"] == "records_processed" and e["node"] == node and e["ts_ms"] >= started:
                 processed[tp(e)] = max(processed.get(tp(e), 0), e["end_offset"])

@@ -242,7 +242,7 @@ def test_skipped_records_are_marked_on_the_lane_of_whoever_passed_them(tmp_path:
     spans = re.findall(r'<g class="skip-span" data-cause="(\w+)"><title>([^<]*)</title>', timeline)
     assert [cause for cause, _ in spans] == ["admin_reset"] * 3
     assert [tip for _, tip in spans] == [
-        f"the operator moved group study past offsets 1000 to 1504 of T-{p} at 30.034 s, never processed (admin_reset)"
+        f"the operator moved group study past offsets 1000 to 1504 of T-{p} at 30.038 s, never processed (admin_reset)"
         for p in range(3)
     ]
     assert ">operator<" in timeline and ">skipped<" in timeline

@@ -155,13 +155,13 @@ def test_the_dom_tells_the_crash_and_its_duplicates(default_study: dict[str, Any
     story = re.search(r'<section id="narrative">(.*?)</section>', dom, re.S)
     assert story, "no narrative section"
     text = re.sub(r"<[^>]+>", "\n", story.group(1))
-    assert "152 records were processed more than once (crash_before_commit 152)." in text
+    assert "153 records were processed more than once (crash_before_commit 153)." in text
     assert (
         "At 31.0 s consumer-2 crashed (process); its partitions orders-2 and orders-3 had no owner for 44.1 s until "
-        "generation 2; it had processed 152 records since its last auto-commit at 26.2 s, read again by consumer-3 "
+        "generation 2; it had processed 153 records since its last auto-commit at 26.2 s, read again by consumer-3 "
         "(crash_before_commit); it restarted at 51.0 s." in text
     )
-    assert "consumer-3 processed again 152 records (crash_before_commit)" in text
+    assert "consumer-3 processed again 153 records (crash_before_commit)" in text
 
 
 def test_the_default_studys_page_fits_and_its_fault_labels_never_overlap(default_study: dict[str, Any]) -> None:
@@ -181,8 +181,8 @@ def test_the_timeline_is_svg_with_the_duplicates_hatched(default_study: dict[str
     assert '<pattern id="hatch-0"' in svg and 'stroke="#ff00ff"' in svg
     spans = re.findall(r'<g class="duplicate-span" data-cause="crash_before_commit"><title>([^<]*)</title><rect [^>]*fill="url\(#hatch-0\)"', svg)
     assert spans == [
-        "consumer-3 processed again offsets 499 to 588 of orders-2 at 76.145 s (crash_before_commit)",
-        "consumer-3 processed again offsets 341 to 402 of orders-3 at 77.145 s (crash_before_commit)",
+        "consumer-3 processed again offsets 340 to 402 of orders-3 at 76.140 s (crash_before_commit)",
+        "consumer-3 processed again offsets 499 to 588 of orders-2 at 77.140 s (crash_before_commit)",
     ]
 
 
