@@ -1781,7 +1781,10 @@ MUTANTS: tuple[Mutant, ...] = (
         "actors/consumer/behavior.py",
         "            self.network.fail_requests(out, broker, coordinator_only=False, broker_only=True)\n",
         "            self.network.fail_requests(out, broker, coordinator_only=False)\n            self.membership.mark_coordinator_unknown(out, TIMEOUT)\n",
-        ("tests/scenarios/test_consumer_groups.py::test_a_poll_timeout_that_passed_while_the_coordinator_was_unknown_counts_once_it_is_found",),
+        (
+            "tests/scenarios/test_consumer_groups.py::test_a_poll_timeout_that_passed_while_the_coordinator_was_unknown_counts_once_it_is_found",
+            "tests/scenarios/test_consumer_protocol_edges.py::test_a_fenced_members_commit_is_unknown_member_id_and_only_its_heartbeat_fences_it",
+        ),
     ),
     Mutant(
         "client_id_not_the_member_id_prefix",
