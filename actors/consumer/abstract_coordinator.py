@@ -295,11 +295,9 @@ class AbstractCoordinator(ABC):
         if error is ErrorCode.MEMBER_ID_REQUIRED:
             m.member_id = resp.member_id  # KIP-394: join again with it, in the next poll()
         elif error is ErrorCode.UNKNOWN_MEMBER_ID:
-            m.reset_generation()
-            m.needs_join_prepare = m.needs_join_prepare or cfg.join_prepare_after_reset
+            self._reset_on_error(keep_member_id=False)
         elif error is ErrorCode.ILLEGAL_GENERATION:
-            m.reset_generation(keep_member_id=cfg.keep_member_id_on_illegal_generation)
-            m.needs_join_prepare = m.needs_join_prepare or cfg.join_prepare_after_reset
+            self._reset_on_error(keep_member_id=cfg.keep_member_id_on_illegal_generation)
         elif error in COORDINATOR_ERRORS:
             self.mark_coordinator_unknown(out, error.name, "JoinGroup")
         elif error in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.REBALANCE_IN_PROGRESS):
@@ -332,20 +330,27 @@ class AbstractCoordinator(ABC):
                 self.reset_generation(out, "sync_rebalance_in_progress", keep_member_id=True)
                 m.needs_join_prepare = True  # `resetStateAndRejoin`
         elif error is ErrorCode.ILLEGAL_GENERATION:
-            m.reset_generation(keep_member_id=cfg.keep_member_id_on_illegal_generation)
-            m.needs_join_prepare = m.needs_join_prepare or cfg.join_prepare_after_reset
+            self._reset_on_error(keep_member_id=cfg.keep_member_id_on_illegal_generation)
         elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
             if error is ErrorCode.FENCED_INSTANCE_ID:
                 self.app.fail(out, "SyncGroup: FENCED_INSTANCE_ID")
                 return
-            m.reset_generation()
-            m.needs_join_prepare = m.needs_join_prepare or cfg.join_prepare_after_reset
+            self._reset_on_error(keep_member_id=False)
         elif error in COORDINATOR_ERRORS:
             self.mark_coordinator_unknown(out, error.name, "SyncGroup")
             m.state = MemberState.UNJOINED
         else:
             m.state = MemberState.UNJOINED
         m.rejoin_needed = True
+
+    def _reset_on_error(self, *, keep_member_id: bool) -> None:
+        """`resetStateOnResponseError` for a JoinGroup or SyncGroup answer: out of its
+        generation; from KAFKA-12983 `onJoinPrepare` runs again before the next JoinGroup
+        (`resetStateAndRejoin`), reporting the partitions lost."""
+        m = self.member
+        m.reset_generation(keep_member_id=keep_member_id)
+        if self.config.join_prepare_after_reset:
+            m.needs_join_prepare = True
 
     def _join_failed(self, out: Out, correlation_id: int, request: InFlight, error: str) -> None:
         m = self.member

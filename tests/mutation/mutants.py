@@ -1828,8 +1828,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "join_error_rejoins_without_join_prepare",
         "from KAFKA-12983 a JoinGroup or SyncGroup error that resets the generation runs onJoinPrepare again, so the member does not rejoin claiming partitions another member now holds",
         "actors/consumer/abstract_coordinator.py",
-        "            m.reset_generation()\n            m.needs_join_prepare = m.needs_join_prepare or cfg.join_prepare_after_reset\n        elif error is ErrorCode.ILLEGAL_GENERATION:\n            m.reset_generation(keep_member_id=cfg.keep_member_id_on_illegal_generation)\n            m.needs_join_prepare = m.needs_join_prepare or cfg.join_prepare_after_reset\n        elif error in COORDINATOR_ERRORS:\n            self.mark_coordinator_unknown(out, error.name, \"JoinGroup\")\n",
-        "            m.reset_generation()\n        elif error is ErrorCode.ILLEGAL_GENERATION:\n            m.reset_generation(keep_member_id=cfg.keep_member_id_on_illegal_generation)\n        elif error in COORDINATOR_ERRORS:\n            self.mark_coordinator_unknown(out, error.name, \"JoinGroup\")\n",
+        "        if self.config.join_prepare_after_reset:\n            m.needs_join_prepare = True\n",
+        "",
         ("tests/properties/test_protocol_swarm.py::test_every_protocol_keeps_the_invariants_and_the_recount_agrees[cooperative-45]",),
     ),
     Mutant(
