@@ -9,6 +9,10 @@ before anything is scheduled, and names a group's consumers.
 Client faults act on consumers: the application's calls (`close`, `unsubscribe`, `stall`,
 `slow`), a rolling restart of consumer processes, and a zombie (a consumer cut off from its
 group's coordinator only, looked up when the fault starts).
+
+A broker fault (`crash`, `shutdown`, `pause`) may name a role instead of a node: `controller`
+is the broker that holds ZooKeeper's `/controller` when the fault starts, so a schedule written
+before the run can fail the controller over, whichever broker won the first election.
 """
 
 from __future__ import annotations
@@ -42,6 +46,10 @@ CONSUMER_ACTOR = "consumer"
 
 CONSUMER_FAULTS = (*APPLICATION_ACTIONS, "rolling_restart", "zombie")
 """The kinds whose nodes must be consumers."""
+CONTROLLER = "controller"
+"""A broker fault's `node` meaning the active controller's broker when the fault starts."""
+ROLE_FAULTS = ("crash", "shutdown", "pause")
+"""The kinds whose `node` may be the `controller` role."""
 ROLLING_INTERVAL_MS = 10_000
 """`interval.ms` of a rolling restart: from one consumer's restart to the next one's close()."""
 
@@ -61,6 +69,9 @@ class FaultContext:
     partition), or None while that partition has no leader."""
     admin: Callable[[Fault], None] | None = None
     """Hands an operator's group command to the cluster's admin client (made on first use)."""
+    controller: Callable[[], str | None] = lambda: None
+    """The broker node holding ZooKeeper's `/controller` now, or None (no controller, or no
+    ZooKeeper)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +172,11 @@ def resolve_fault(fault: Fault, nodes: list[str], consumers: Mapping[str, str], 
         if value is not None and value < 0:
             msg = f"{where}: {key}: must be at least 0, got {value}"
             raise FaultError(msg)
+    if fault.node == CONTROLLER and fault.kind in ROLE_FAULTS:
+        if "zookeeper" not in nodes:
+            msg = f"{where}: node: 'controller' names ZooKeeper's controller, and this cluster has no ZooKeeper"
+            raise FaultError(msg)
+        return fault
     for key, name in fault.nodes_named():
         if name not in nodes:
             msg = f"{where}: {key}: no node named {name!r} (the nodes are {', '.join(nodes)})"
@@ -209,7 +225,9 @@ def schedule_fault(kernel: Kernel, fault: Fault, context: FaultContext | None = 
     `context` to find its coordinator."""
     at = max(fault.at_ms, kernel.now_ms)
     kind = fault.kind
-    if kind == "crash":
+    if fault.node == CONTROLLER and kind in ROLE_FAULTS:
+        kernel.schedule(at, f"{kind} controller", lambda: _on_controller(kernel, fault, context))
+    elif kind == "crash":
         node = _node(fault)
         kernel.schedule(at, f"crash {node}", lambda: kernel.crash(node, fault.crash_kind))
         if fault.restart_after_ms is not None:
@@ -361,6 +379,15 @@ def _zombie(kernel: Kernel, node: str, duration_ms: int | None, context: FaultCo
     kernel.partition([node], [broker])
     if duration_ms is not None:
         kernel.schedule(kernel.now_ms + duration_ms, f"lift zombie {node}", lambda: kernel.lift([node], [broker]))
+
+
+def _on_controller(kernel: Kernel, fault: Fault, context: FaultContext | None) -> None:
+    """`fault` aimed at the controller's broker, looked up now, from now on."""
+    broker = None if context is None else context.controller()
+    if broker is None:
+        kernel.emit("fault_skipped", kind=fault.kind, target=CONTROLLER, reason="no broker holds /controller")
+        return
+    schedule_fault(kernel, replace(fault, node=broker, at_ms=kernel.now_ms), context)
 
 
 def _node(fault: Fault) -> str:

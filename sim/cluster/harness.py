@@ -14,6 +14,7 @@ the seed, so every log says how to reproduce it.
 from __future__ import annotations
 
 import copy
+import json
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -22,6 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from actors.addresses import BROKER_ACTOR
+from actors.controller.zkdata import CONTROLLER as CONTROLLER_ZNODE
 from actors.core import Address
 from actors.group.placement import OFFSETS_TOPIC, partition_for
 from actors.request_log import RequestLog
@@ -154,7 +156,7 @@ class Cluster(FaultMethods):
         self.kernel.fail_on_violation = scenario.get("run", "invariants") == "fail"
         self._consumers = {c.name: c.group_id for c in consumer_configs(scenario)}
         self._admin = AdminDesk(self.kernel, lambda: admin_spec(scenario))
-        self._fault_context = FaultContext(self._consumers, self.coordinator_of, self._admin.run)
+        self._fault_context = FaultContext(self._consumers, self.coordinator_of, self._admin.run, self.controller)
         for spec in specs:
             self.kernel.add_node(spec, disk=(disks or {}).get(spec.name))
         for fault in faults:
@@ -285,6 +287,14 @@ class Cluster(FaultMethods):
         tp = f"{OFFSETS_TOPIC}-{partition_for(group_id, self.scenario.get('broker', 'offsets.topic.num.partitions'))}"
         leader = self._live_leader(tp)
         return None if leader is None else leader[0]
+
+    def controller(self) -> str | None:
+        """The broker node holding ZooKeeper's `/controller` now (None: no broker does, or the
+        cluster has no ZooKeeper, or ZooKeeper is down)."""
+        if "zookeeper" not in self.kernel.nodes or not self.kernel.is_up("zookeeper"):
+            return None
+        znode = self.state("zookeeper", "zookeeper")["znodes"].get(CONTROLLER_ZNODE)
+        return None if znode is None else f"broker-{json.loads(znode['data'])['brokerid']}"
 
     def _live_leader(self, tp: str) -> tuple[str, dict[str, Any]] | None:
         """The live broker leading `tp` with the highest leader epoch, and its replica's state."""

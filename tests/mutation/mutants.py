@@ -1848,4 +1848,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "enabled = tuple(kind for kind in kinds if rng.random() < 2)",
         ("tests/unit/test_campaign_plan.py::test_a_seed_enables_a_subset_of_the_kinds",),
     ),
+    Mutant(
+        "controller_role_resolved_before_the_run",
+        "a fault aimed at the controller hits the broker holding /controller when it starts, not the one a schedule guessed before the run",
+        "sim/cluster/harness.py",
+        "return None if znode is None else f\"broker-{json.loads(znode['data'])['brokerid']}\"",
+        "return None if znode is None else \"broker-1\"",
+        ("tests/scenarios/test_role_faults.py::test_a_controller_fault_hits_the_broker_elected_before_it",),
+    ),
 )
