@@ -31,6 +31,7 @@ from sim.cluster.accounting import GroupAccounting
 from sim.cluster.admin import AdminDesk, AdminRequest, check_admin_fault, lag_rows
 from sim.cluster.anomalies import AnomalyChecks
 from sim.cluster.client import CLIENT_ACTOR, Client
+from sim.cluster.consumer_group_invariants import ConsumerGroupInvariants
 from sim.cluster.fault_methods import FaultMethods
 from sim.cluster.faults import (
     Fault,
@@ -41,7 +42,6 @@ from sim.cluster.faults import (
     schedule_fault,
 )
 from sim.cluster.ground_truth import log_figures, replica_logs
-from sim.cluster.consumer_group_invariants import ConsumerGroupInvariants
 from sim.cluster.group_invariants import GroupInvariants
 from sim.cluster.instance_ids import SharedInstanceIds
 from sim.cluster.invariants import Invariants
