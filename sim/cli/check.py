@@ -106,9 +106,11 @@ def _prepare(out: Path) -> None:
 def _table(results: list[dict[str, Any]], figures: dict[str, Any], out: Path) -> None:
     write = sys.stdout.write
     write(f"{'seed':>5}  {'version':<7} {'violations':>10} {'lost':>5} {'dups':>5} {'skipped':>7} {'anomalies':>9}  failure\n")
+    from sim.studies.campaign import checks  # noqa: PLC0415
+
     for r in results:
         unexplained = sum(r["anomalies"].values())
-        failure = r["failure"] or ", ".join(r["violations"])
+        failure = ", ".join(checks(r))
         write(
             f"{r['seed']:>5}  {r['version'] or '-':<7} {r['violation_count']:>10} {r['lost_acked']:>5} "
             f"{r['duplicates']:>5} {r['skipped']:>7} {unexplained:>9}  {failure}\n"

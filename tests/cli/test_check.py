@@ -86,7 +86,13 @@ def test_a_broken_task_is_a_failure_with_its_replay_command(tmp_path: Path) -> N
     assert figures["runs"] == 1
     scenario = str(tmp_path / "scenarios" / "seed-1.toml")
     assert figures["failures"] == [
-        {"seed": 1, "check": f"failure: {result['failure']}", "scenario": scenario, "replay": f"kafkasim run {scenario}"}
+        {
+            "seed": 1,
+            "check": f"failure: {result['failure']}",
+            "scenario": scenario,
+            "shrunk": None,
+            "replay": f"kafkasim run {scenario}",
+        }
     ]
 
 
