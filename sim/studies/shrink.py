@@ -16,8 +16,8 @@ only when the candidate still fails with the *same* check string (`campaign.chec
    still fails.
 
 The length comes before the configuration so the configuration's runs are the short ones. A
-candidate that is not a valid scenario (a fault naming a consumer no longer there) does not
-run and does not fail. The scenario is the resolved one (every default written out), and each
+candidate that is not a valid scenario does not run; one that fails as it starts (a fault
+naming a consumer no longer there) fails another check, and is not kept either. The scenario is the resolved one (every default written out), and each
 fault keeps the `# campaign kind` comment it was drawn under.
 """
 
