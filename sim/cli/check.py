@@ -124,7 +124,7 @@ def _prepare(out: Path) -> None:
 
 def _table(results: list[dict[str, Any]], figures: dict[str, Any], out: Path) -> None:
     write = sys.stdout.write
-    write(f"{'seed':>5}  {'version':<7} {'violations':>10} {'lost':>5} {'dups':>5} {'skipped':>7} {'anomalies':>9}  failure\n")
+    write(f"{'seed':>5}  {'version':<7} {'violations':>10} {'lost':>5} {'dups':>5} {'skipped':>7} {'anomalies':>9}  checks failed\n")
     from sim.studies.campaign import checks  # noqa: PLC0415
 
     for r in results:
@@ -140,5 +140,5 @@ def _table(results: list[dict[str, Any]], figures: dict[str, Any], out: Path) ->
         f"duplicates by cause: {causes}; runs in {out}/runs, scenarios in {out}/scenarios, figures in {out}/check.json\n"
     )
     for failure in figures["failures"]:
-        shrunk = f" (shrunk: {failure['shrunk']})" if failure["shrunk"] else ""
-        write(f"  seed {failure['seed']}: {failure['check']}; replay: {failure['replay']}{shrunk}\n")
+        shrunk = " (shrunk)" if failure["shrunk"] else ""
+        write(f"  seed {failure['seed']}: {failure['check']}; replay{shrunk}: {failure['replay']}\n")
