@@ -158,3 +158,23 @@ def test_the_failing_seeds_are_shrunk_and_each_replays_its_check(tmp_path: Path)
     again = kafkasim("check", str(base), "--seeds", "1", "--faults", "delay", "--shrink", "0", "--out", str(out), "--json")
     assert [f["shrunk"] for f in json.loads(again.stdout)["failures"]] == [None]
     assert not (out / "shrunk").exists()
+
+
+def test_the_table_lists_each_seeds_checks_and_replays_a_shrunk_failure_from_its_file(capsys: pytest.CaptureFixture[str]) -> None:
+    from sim.cli.check import _table  # noqa: PLC0415
+    from sim.studies.campaign import with_shrunk  # noqa: PLC0415
+
+    result = {
+        "seed": 1, "scenario": "c/scenarios/seed-1.toml", "version": "3.9", "failure": None,
+        "violations": ["weak_isr"], "violation_count": 2, "lost_acked": 3, "skipped": 0, "skipped_by_cause": {},
+        "duplicates": 0, "duplicates_by_cause": {}, "anomalies": {"poll-skip": 0},
+    }  # fmt: skip
+    figures = with_shrunk(totals([result]), [{"seed": 1, "check": "invariant weak_isr", "shrunk": "c/shrunk/seed-1.toml"}])
+    _table([result], figures, Path("c"))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("anomalies  checks failed")
+    assert lines[1].endswith("0  invariant weak_isr, lost_acked")
+    assert lines[-2:] == [
+        "  seed 1: invariant weak_isr; replay (shrunk): kafkasim run c/shrunk/seed-1.toml",
+        "  seed 1: lost_acked; replay: kafkasim run c/scenarios/seed-1.toml",
+    ]
