@@ -17,7 +17,8 @@ from sim.studies.rundir import RunDirRefused
 
 __all__ = ["add_parser", "check"]
 
-CHECK_FILES = ("check.json", "scenarios", "runs")
+CHECK_FILES = ("check.json", "scenarios", "runs", "shrunk")
+SHRINK_DEFAULT = 5
 
 
 def add_parser(commands: Any) -> None:
@@ -34,15 +35,25 @@ def add_parser(commands: Any) -> None:
     check.add_argument("--duration-ms", type=int, help="simulated time of each run (default 30000, or SCENARIO's)")
     check.add_argument("--out", type=Path, default=Path("runs/check"), help="the campaign directory (default runs/check)")
     check.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    check.add_argument(
+        "--shrink",
+        type=int,
+        default=SHRINK_DEFAULT,
+        metavar="N",
+        help=f"shrink the first N failing seeds to minimal scenarios in OUT/shrunk (default {SHRINK_DEFAULT}; 0: none)",
+    )
     check.add_argument("--json", action="store_true", help="print the campaign's figures as one JSON object")
 
 
 def check(args: argparse.Namespace) -> int:
     """Exit status 0 when every run kept every invariant and none failed, else 1."""
-    from sim.studies.campaign import check_tasks, run_check, totals  # noqa: PLC0415
+    from sim.studies.campaign import check_tasks, run_check, totals, with_shrunk  # noqa: PLC0415
+    from sim.studies.shrink import run_shrinks, shrink_tasks  # noqa: PLC0415
 
     if args.seeds < 1:
         return _usage(f"--seeds {args.seeds}: expected at least 1")
+    if args.shrink < 0:
+        return _usage(f"--shrink {args.shrink}: expected 0 (no shrinking) or more")
     if args.duration_ms is not None and args.duration_ms < 1000:  # noqa: PLR2004
         return _usage(f"--duration-ms {args.duration_ms}: expected at least 1000")
     if args.safe and args.scenario:
@@ -62,9 +73,17 @@ def check(args: argparse.Namespace) -> int:
     _prepare(args.out)
     phase(f"checking {len(tasks)} seed(s) on Spark ({args.master})", step=False)
 
-    results = on_spark(args.master, lambda spark: run_check(spark, tasks))
-    figures = totals(results)
-    (args.out / "check.json").write_text(json.dumps({**figures, "results": results}, indent=2) + "\n", encoding="utf-8")
+    def campaign(spark: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        results = run_check(spark, tasks)
+        shrinks = shrink_tasks(totals(results)["failures"], args.out, args.shrink)
+        if shrinks:
+            phase(f"shrinking {len(shrinks)} failing seed(s) on Spark", step=False)
+        return results, run_shrinks(spark, shrinks)
+
+    results, shrunk = on_spark(args.master, campaign)
+    figures = with_shrunk(totals(results), shrunk)
+    saved = {**figures, "results": results, "shrinks": shrunk}
+    (args.out / "check.json").write_text(json.dumps(saved, indent=2) + "\n", encoding="utf-8")
     if args.json:
         sys.stdout.write(json.dumps(figures, sort_keys=True) + "\n")
     else:
@@ -105,10 +124,12 @@ def _prepare(out: Path) -> None:
 
 def _table(results: list[dict[str, Any]], figures: dict[str, Any], out: Path) -> None:
     write = sys.stdout.write
-    write(f"{'seed':>5}  {'version':<7} {'violations':>10} {'lost':>5} {'dups':>5} {'skipped':>7} {'anomalies':>9}  failure\n")
+    write(f"{'seed':>5}  {'version':<7} {'violations':>10} {'lost':>5} {'dups':>5} {'skipped':>7} {'anomalies':>9}  checks failed\n")
+    from sim.studies.campaign import checks  # noqa: PLC0415
+
     for r in results:
         unexplained = sum(r["anomalies"].values())
-        failure = r["failure"] or ", ".join(r["violations"])
+        failure = ", ".join(checks(r))
         write(
             f"{r['seed']:>5}  {r['version'] or '-':<7} {r['violation_count']:>10} {r['lost_acked']:>5} "
             f"{r['duplicates']:>5} {r['skipped']:>7} {unexplained:>9}  {failure}\n"
@@ -119,4 +140,5 @@ def _table(results: list[dict[str, Any]], figures: dict[str, Any], out: Path) ->
         f"duplicates by cause: {causes}; runs in {out}/runs, scenarios in {out}/scenarios, figures in {out}/check.json\n"
     )
     for failure in figures["failures"]:
-        write(f"  seed {failure['seed']}: {failure['check']}; replay: {failure['replay']}\n")
+        shrunk = " (shrunk)" if failure["shrunk"] else ""
+        write(f"  seed {failure['seed']}: {failure['check']}; replay{shrunk}: {failure['replay']}\n")

@@ -13,6 +13,12 @@ kinds the base can express (no consumer kinds without `[[consumers]]`, no sessio
 without ZooKeeper), aimed at its brokers and its first consumer group, within its
 `duration.ms`. Both ways, the run reports invariant violations rather than stopping at the
 first (`invariants = "report"`).
+
+What fails a seed is `checks(result)`: a simulator failure, an invariant broken, an
+acknowledged record lost, a record skipped, a Jepsen anomaly left unexplained, or a duplicate
+whose cause is a Kafka bug. The duplicates of at-least-once delivery (a crash before a commit,
+a rebalance) and the records an operator's reset skips are Kafka's documented behaviour: figures,
+not failures.
 """
 
 from __future__ import annotations
@@ -29,7 +35,17 @@ from sim.cluster.wiring import consumer_configs
 from sim.studies.campaign_faults import KINDS, Shape
 from sim.studies.campaign_plan import DURATION_MS, check_kinds, draw_faults, plan, swarm
 
-__all__ = ["campaign_text", "check_tasks", "run_check", "run_check_task", "shape_of", "totals"]
+__all__ = [
+    "campaign_text",
+    "check_tasks",
+    "checks",
+    "figures_of",
+    "run_check",
+    "run_check_task",
+    "shape_of",
+    "totals",
+    "with_shrunk",
+]
 
 CONSUMER_KINDS = frozenset(
     {
@@ -167,20 +183,49 @@ def run_check_task(task: dict[str, Any]) -> dict[str, Any]:
     except BaseException as exc:  # noqa: BLE001 - this seed's failure; the others go on
         Path(task["run_dir"]).mkdir(parents=True, exist_ok=True)
         (Path(task["run_dir"]) / "failure.txt").write_text(traceback.format_exc(), encoding="utf-8")
-        return {**result, "version": None, "failure": f"{type(exc).__name__}: {exc}", **_no_figures()}
+        return {**result, **failed(exc)}
+    return {**result, **figures_of(summary)}
+
+
+def failed(exc: BaseException) -> dict[str, Any]:
+    """The figures of a run that raised `exc` instead of finishing."""
+    return {"version": None, "failure": f"{type(exc).__name__}: {exc}", **_no_figures()}
+
+
+def figures_of(summary: dict[str, Any]) -> dict[str, Any]:
+    """A run's figures, from its summary, as a campaign keeps them."""
     anomalies = {kind: figures["unexplained"] for kind, figures in sorted(summary["anomalies"].items())}
     return {
-        **result,
         "version": summary["kafka_version"],
         "failure": summary["failure"],
         "violations": sorted({v["invariant"] for v in summary["invariant_violations"]}),
         "violation_count": len(summary["invariant_violations"]),
         "lost_acked": summary["lost_acked"],
         "skipped": summary["skipped"],
+        "skipped_by_cause": dict(sorted(summary["skipped_by_cause"].items())),
         "duplicates": summary["duplicates"],
         "duplicates_by_cause": dict(sorted(summary["duplicates_by_cause"].items())),
         "anomalies": anomalies,
     }
+
+
+OPERATOR_SKIPS = frozenset({"admin_reset"})
+"""Skipped records an operator asked for (kafka-consumer-groups --reset-offsets): no failure."""
+
+
+def checks(result: dict[str, Any]) -> list[str]:
+    """What failed in one seed's run, each a short stable string: the simulator's failure, each
+    invariant broken, acknowledged records lost, records skipped (by cause, but for an
+    operator's reset), each Jepsen anomaly left unexplained, and duplicates whose cause is a
+    Kafka bug (`kafka_NNNNN`). Empty for a run that kept every promise."""
+    found = [f"failure: {result['failure']}"] if result["failure"] else []
+    found += [f"invariant {name}" for name in result["violations"]]
+    found += ["lost_acked"] if result["lost_acked"] else []
+    skipped = result.get("skipped_by_cause", {})
+    found += [f"skipped {cause}" for cause, n in sorted(skipped.items()) if n and cause not in OPERATOR_SKIPS]
+    found += [f"{kind} unexplained" for kind, n in sorted(result["anomalies"].items()) if n]
+    found += [f"duplicates {cause}" for cause, n in sorted(result["duplicates_by_cause"].items()) if n and cause.startswith("kafka_")]
+    return found
 
 
 def run_check(spark: Any, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -195,6 +240,7 @@ def _no_figures() -> dict[str, Any]:
         "violation_count": 0,
         "lost_acked": 0,
         "skipped": 0,
+        "skipped_by_cause": {},
         "duplicates": 0,
         "duplicates_by_cause": {},
         "anomalies": {},
@@ -202,8 +248,8 @@ def _no_figures() -> dict[str, Any]:
 
 
 def totals(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """The campaign's figures: totals over its runs, and each failed run (a simulator failure
-    or an invariant violated) with its replay command."""
+    """The campaign's figures: totals over its runs, and each failed check of each run
+    (`checks`) with the command that replays it."""
     by_cause: dict[str, int] = {}
     anomalies: dict[str, int] = {}
     failures = []
@@ -212,10 +258,15 @@ def totals(results: list[dict[str, Any]]) -> dict[str, Any]:
             by_cause[cause] = by_cause.get(cause, 0) + count
         for kind, count in result["anomalies"].items():
             anomalies[kind] = anomalies.get(kind, 0) + count
-        checks = ([f"failure: {result['failure']}"] if result["failure"] else []) + result["violations"]
         failures.extend(
-            {"seed": result["seed"], "check": check, "scenario": result["scenario"], "replay": f"kafkasim run {result['scenario']}"}
-            for check in checks
+            {
+                "seed": result["seed"],
+                "check": check,
+                "scenario": result["scenario"],
+                "shrunk": None,
+                "replay": f"kafkasim run {result['scenario']}",
+            }
+            for check in checks(result)
         )
     return {
         "runs": len(results),
@@ -227,3 +278,14 @@ def totals(results: list[dict[str, Any]]) -> dict[str, Any]:
         "anomalies": dict(sorted(anomalies.items())),
         "failures": failures,
     }
+
+
+def with_shrunk(figures: dict[str, Any], shrunk: list[dict[str, Any]]) -> dict[str, Any]:
+    """`figures` with each shrunk seed's failure pointing at its shrunk scenario: the entry of
+    the check it reproduces gets `shrunk` and replays that file."""
+    paths = {(s["seed"], s["check"]): s["shrunk"] for s in shrunk if s["shrunk"] is not None}
+    failures = [
+        {**f, "shrunk": paths[key], "replay": f"kafkasim run {paths[key]}"} if (key := (f["seed"], f["check"])) in paths else f
+        for f in figures["failures"]
+    ]
+    return {**figures, "failures": failures}

@@ -15,7 +15,8 @@ shortened (seconds, not Kafka's minutes) so that a 30 s run sees faults detected
 
 `safe=True` is the configuration under which Kafka promises not to lose an acknowledged record:
 acks=all, replication factor 3, min.insync.replicas 2, no unclean election, an idempotent
-producer, and processing on the poll thread (the commit strategies still vary).
+producer, and processing on the poll thread (the commit strategies still vary). Its seeds
+draw only from `SAFE_KINDS` unless `kinds` is given.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "KIND_DOCS",
     "PROFILES",
     "PROTOCOLS",
+    "SAFE_KINDS",
     "check_kinds",
     "draw_faults",
     "drawn_kinds",
@@ -61,6 +63,14 @@ PROTOCOLS: tuple[tuple[str, Version], ...] = (
 roundrobin or sticky), cooperative-sticky (KIP-429), static members (KIP-345) with an eager
 assignor, or KIP-848's consumer protocol."""
 
+UNPROMISED_KINDS = frozenset({"power_loss", "disk_loss", "duplicate", "reorder"})
+"""Faults outside Kafka's promise: it acknowledges a write before any replica flushes it, so a
+broker that loses its page cache or its disk can take acknowledged records with it; and TCP
+never delivers a segment twice or out of order, so Kafka's protocols do not guard against it."""
+
+SAFE_KINDS: tuple[str, ...] = tuple(kind for kind in KINDS if kind not in UNPROMISED_KINDS)
+"""The kinds a safe seed draws from: those Kafka's guarantees cover."""
+
 GROUP = "campaign"
 TOPIC = "T"
 DURATION_MS = 30_000
@@ -85,7 +95,7 @@ def plan(
         msg = f"duration_ms {duration_ms} is too short for a campaign run (at least 1000)"
         raise ValueError(msg)
     tables, shape = _configuration(rng, seed, version_text, version, safe=safe, duration_ms=duration_ms)
-    enabled = chosen if chosen is not None else swarm(rng, KINDS)
+    enabled = chosen if chosen is not None else swarm(rng, SAFE_KINDS if safe else KINDS)
     head = f"# kafkasim fault campaign: seed {seed}; kinds {', '.join(enabled)}{'; safe' if safe else ''}\n"
     return head + "".join(_table(name, table) for name, table in tables) + draw_faults(rng, shape, enabled)
 
@@ -207,6 +217,7 @@ def _configuration(
         consumer_session_ms=session,
         max_poll_interval_ms=max_poll,
         duration_ms=duration_ms,
+        safe=safe,
     )
     return tables, shape
 

@@ -11,7 +11,7 @@ import pytest
 
 from sim.cluster.scenario import ScenarioError, parse_scenario
 from sim.studies.campaign import campaign_text, check_tasks, run_check, run_check_task, totals
-from sim.studies.campaign_plan import KINDS, drawn_kinds, enabled_kinds
+from sim.studies.campaign_plan import KINDS, drawn_kinds, enabled_kinds, plan
 from tests.cli.test_analyze import _one_line
 from tests.cli.test_cli import ROOT, kafkasim
 
@@ -26,6 +26,7 @@ NO_GROUP = ROOT / "examples" / "01_controller_failover.toml"
         (["--profile", "9.9"], "kafkasim: --profile: unknown profile '9.9': '9.9' is not supported"),
         (["--seeds", "0"], "kafkasim: --seeds 0: expected at least 1"),
         (["--duration-ms", "10"], "kafkasim: --duration-ms 10: expected at least 1000"),
+        (["--shrink", "-1"], "kafkasim: --shrink -1: expected 0 (no shrinking) or more"),
         (["missing.toml"], "kafkasim: missing.toml: no such scenario file"),
         (["examples/00_kernel_faults.toml"], "kafkasim: examples/00_kernel_faults.toml: a campaign's base scenario needs brokers"),
         ([str(NO_GROUP), "--faults", "slow"], f"kafkasim: {NO_GROUP}: the scenario cannot take fault kind(s) slow"),
@@ -86,7 +87,13 @@ def test_a_broken_task_is_a_failure_with_its_replay_command(tmp_path: Path) -> N
     assert figures["runs"] == 1
     scenario = str(tmp_path / "scenarios" / "seed-1.toml")
     assert figures["failures"] == [
-        {"seed": 1, "check": f"failure: {result['failure']}", "scenario": scenario, "replay": f"kafkasim run {scenario}"}
+        {
+            "seed": 1,
+            "check": f"failure: {result['failure']}",
+            "scenario": scenario,
+            "shrunk": None,
+            "replay": f"kafkasim run {scenario}",
+        }
     ]
 
 
@@ -119,3 +126,55 @@ def test_the_command_prints_one_json_object_of_the_campaigns_figures(tmp_path: P
     saved = json.loads((out / "check.json").read_text(encoding="utf-8"))
     assert [r["seed"] for r in saved["results"]] == [1, 2]
     assert (out / "scenarios" / "seed-2.toml").is_file()
+
+
+@pytest.mark.spark
+def test_the_failing_seeds_are_shrunk_and_each_replays_its_check(tmp_path: Path) -> None:
+    """Over a base of replication factor 1 and a power loss every seed loses acknowledged
+    records; `--shrink 1` shrinks the first failing seed only, and its file replays the check."""
+    base = tmp_path / "base.toml"
+    base.write_text(plan(6, duration_ms=4000), encoding="utf-8")
+    out = tmp_path / "c"
+    result = kafkasim(
+        "check", str(base), "--seeds", "2", "--faults", "delay", "--shrink", "1",
+        "--master", "local[1]", "--out", str(out), "--json",
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    figures = json.loads(result.stdout)
+    shrunk = out / "shrunk" / "seed-1.toml"
+    assert [(f["seed"], f["check"], f["shrunk"], f["replay"]) for f in figures["failures"]] == [
+        (1, "lost_acked", str(shrunk), f"kafkasim run {shrunk}"),
+        (2, "lost_acked", None, f"kafkasim run {out / 'scenarios' / 'seed-2.toml'}"),
+    ]
+    saved = json.loads((out / "check.json").read_text(encoding="utf-8"))
+    assert saved["failures"] == figures["failures"]
+    [shrink] = saved["shrinks"]
+    assert (shrink["seed"], shrink["faults_after"]) == (1, 1)
+    assert shrink["faults_before"] > shrink["faults_after"]
+    replay = kafkasim("run", str(shrunk), "--out", str(tmp_path / "replay"), "--no-report")
+    assert replay.returncode == 0, replay.stderr
+    summary = json.loads((tmp_path / "replay" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["lost_acked"] > 0
+    again = kafkasim("check", str(base), "--seeds", "1", "--faults", "delay", "--shrink", "0", "--out", str(out), "--json")
+    assert [f["shrunk"] for f in json.loads(again.stdout)["failures"]] == [None]
+    assert not (out / "shrunk").exists()
+
+
+def test_the_table_lists_each_seeds_checks_and_replays_a_shrunk_failure_from_its_file(capsys: pytest.CaptureFixture[str]) -> None:
+    from sim.cli.check import _table  # noqa: PLC0415
+    from sim.studies.campaign import with_shrunk  # noqa: PLC0415
+
+    result = {
+        "seed": 1, "scenario": "c/scenarios/seed-1.toml", "version": "3.9", "failure": None,
+        "violations": ["weak_isr"], "violation_count": 2, "lost_acked": 3, "skipped": 0, "skipped_by_cause": {},
+        "duplicates": 0, "duplicates_by_cause": {}, "anomalies": {"poll-skip": 0},
+    }  # fmt: skip
+    figures = with_shrunk(totals([result]), [{"seed": 1, "check": "invariant weak_isr", "shrunk": "c/shrunk/seed-1.toml"}])
+    _table([result], figures, Path("c"))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("anomalies  checks failed")
+    assert lines[1].endswith("0  invariant weak_isr, lost_acked")
+    assert lines[-2:] == [
+        "  seed 1: invariant weak_isr; replay (shrunk): kafkasim run c/shrunk/seed-1.toml",
+        "  seed 1: lost_acked; replay: kafkasim run c/scenarios/seed-1.toml",
+    ]

@@ -1856,4 +1856,53 @@ MUTANTS: tuple[Mutant, ...] = (
         "return None if znode is None else \"broker-1\"",
         ("tests/scenarios/test_role_faults.py::test_a_controller_fault_hits_the_broker_elected_before_it",),
     ),
+    Mutant(
+        "campaign_lost_acked_is_only_a_figure",
+        "a fault campaign fails a seed that lost an acknowledged record, not only one whose simulator failed or whose invariants broke (sim/studies/campaign.py)",
+        "sim/studies/campaign.py",
+        '    found += ["lost_acked"] if result["lost_acked"] else []\n',
+        "",
+        (
+            "tests/unit/test_campaign_checks.py::test_each_broken_promise_is_one_check_in_a_fixed_order",
+            "tests/unit/test_campaign_checks.py::test_a_campaign_over_unsafe_configurations_fails_on_lost_writes_a_kafka_bug_and_skipped_records",
+        ),
+    ),
+    Mutant(
+        "campaign_every_duplicate_fails",
+        "duplicates of at-least-once delivery (a crash before a commit, a rebalance) are what Kafka allows: only those whose cause is a Kafka bug fail a campaign's seed (sim/studies/campaign.py)",
+        "sim/studies/campaign.py",
+        'if n and cause.startswith("kafka_")]',
+        "if n]",
+        ("tests/unit/test_campaign_checks.py::test_at_least_once_duplicates_and_an_operators_reset_are_no_failure",),
+    ),
+    Mutant(
+        "campaign_safe_draws_unpromised_kinds",
+        "the safe flavour draws only the faults Kafka's guarantees cover: no power or disk loss (Kafka acknowledges before it flushes), no duplicated or reordered envelopes (TCP never lets them through) (sim/studies/campaign_plan.py)",
+        "sim/studies/campaign_plan.py",
+        "swarm(rng, SAFE_KINDS if safe else KINDS)",
+        "swarm(rng, KINDS)",
+        ("tests/unit/test_campaign_plan.py::test_the_safe_flavour_draws_only_the_faults_kafka_promises_against",),
+    ),
+    Mutant(
+        "ddmin_without_complements",
+        "delta debugging tries each chunk's complement too (Zeller and Hildebrandt, TSE 2002), or two culprits in different chunks are never separated from the rest (sim/studies/shrink.py)",
+        "sim/studies/shrink.py",
+        "reduced = next((complement for complement in complements if test(complement)), None)",
+        "reduced = None",
+        (
+            "tests/unit/test_shrink.py::test_ddmin_finds_the_two_elements_that_fail_together",
+            "tests/unit/test_shrink.py::test_ddmin_result_is_one_minimal_for_every_culprit_set_of_up_to_three_among_seven",
+        ),
+    ),
+    Mutant(
+        "shrink_accepts_another_check",
+        "a shrunk candidate counts as failing only when it fails the same check, not any check (sim/studies/shrink.py)",
+        "sim/studies/shrink.py",
+        "return self.check in self.run(text)",
+        "return bool(self.run(text))",
+        (
+            "tests/unit/test_shrink.py::test_shrink_keeps_only_what_fails_the_same_check",
+            "tests/unit/test_shrink.py::test_shrink_refuses_a_scenario_that_does_not_fail_the_check",
+        ),
+    ),
 )

@@ -9,7 +9,7 @@ import pytest
 from sim.cluster.harness import Cluster
 from sim.cluster.scenario import parse_scenario
 from sim.engine.kernel import HostKind
-from sim.studies.campaign_plan import KIND_DOCS, KINDS, PROFILES, drawn_kinds, enabled_kinds, plan
+from sim.studies.campaign_plan import KIND_DOCS, KINDS, PROFILES, SAFE_KINDS, drawn_kinds, enabled_kinds, plan
 
 
 def test_the_same_seed_and_arguments_give_byte_identical_text():
@@ -133,3 +133,26 @@ def test_a_handful_of_seeds_run_with_no_invariant_violation(seed, safe):
     assert summary["produced"] > 0
     assert summary["consumed"] > 0
     assert summary["failure"] is None
+
+
+def test_the_safe_flavour_draws_only_the_faults_kafka_promises_against():
+    """Kafka acknowledges before it flushes, so power and disk losses are outside its promise,
+    and TCP never duplicates or reorders; `kinds` given explicitly still win."""
+    assert set(KINDS) - set(SAFE_KINDS) == {"power_loss", "disk_loss", "duplicate", "reorder"}
+    drawn = set()
+    for seed in range(60):
+        text = plan(seed, safe=True)
+        assert set(enabled_kinds(text)) <= set(SAFE_KINDS)
+        drawn |= set(drawn_kinds(text))
+        assert '"crash.kind" = "power_loss"' not in text
+        assert '"crash.kind" = "disk_loss"' not in text
+    assert drawn == set(SAFE_KINDS)
+    assert set(drawn_kinds(plan(1, safe=True, kinds=["power_loss", "reorder"]))) == {"power_loss", "reorder"}
+
+
+def test_a_safe_coordinator_failover_crashes_the_process_never_the_power():
+    kinds = ["coordinator_failover"]
+    unsafe = {m for seed in range(20) for m in re.findall(r'"crash\.kind" = "(\w+)"', plan(seed, "3.9", kinds))}
+    safe = {m for seed in range(20) for m in re.findall(r'"crash\.kind" = "(\w+)"', plan(seed, "3.9", kinds, safe=True))}
+    assert unsafe == {"process", "power_loss"}
+    assert safe == {"process"}

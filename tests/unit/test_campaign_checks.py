@@ -1,0 +1,71 @@
+"""What a fault campaign calls a failure: every broken promise of Kafka's, not only a crash of
+the simulator or a broken invariant; the duplicates of at-least-once delivery stay figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sim.studies.campaign import check_tasks, checks, run_check_task, totals
+
+
+def _result(**figures: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "seed": 1,
+        "scenario": "s.toml",
+        "failure": None,
+        "violations": [],
+        "lost_acked": 0,
+        "skipped_by_cause": {},
+        "anomalies": {"poll-skip": 0, "nonmonotonic-poll": 0, "nonmonotonic-send": 0},
+        "duplicates_by_cause": {},
+    }
+    return {**base, **figures}
+
+
+def test_each_broken_promise_is_one_check_in_a_fixed_order():
+    result = _result(
+        failure="SimulationFailed: boom",
+        violations=["leader_in_isr", "monotonic_committed_offset"],
+        lost_acked=3,
+        skipped_by_cause={"admin_reset": 5, "committed_before_processed": 2, "out_of_range_reset": 0},
+        anomalies={"poll-skip": 0, "nonmonotonic-poll": 1, "nonmonotonic-send": 2},
+        duplicates_by_cause={"crash_before_commit": 40, "kafka_14196": 7, "kafka_14639": 0, "revoked_without_commit": 1},
+    )
+    assert checks(result) == [
+        "failure: SimulationFailed: boom",
+        "invariant leader_in_isr",
+        "invariant monotonic_committed_offset",
+        "lost_acked",
+        "skipped committed_before_processed",
+        "nonmonotonic-poll unexplained",
+        "nonmonotonic-send unexplained",
+        "duplicates kafka_14196",
+    ]
+
+
+def test_at_least_once_duplicates_and_an_operators_reset_are_no_failure():
+    result = _result(
+        duplicates_by_cause={"crash_before_commit": 40, "coordinator_failover": 3, "poll_interval_exceeded": 2},
+        skipped_by_cause={"admin_reset": 12},
+    )
+    assert checks(result) == []
+    assert totals([{**result, "violation_count": 0, "skipped": 12, "duplicates": 45}])["failures"] == []
+
+
+def test_a_campaign_over_unsafe_configurations_fails_on_lost_writes_a_kafka_bug_and_skipped_records(tmp_path: Path):
+    """Seeds 4, 10, 21 and 24 of the drawn configurations at 8 s: acks=1 and a power loss lose
+    23 acknowledged records (2.8); the consumer protocol's KAFKA-16460 processes a record twice
+    (3.7); a crash before a commit duplicates 69 records, which at-least-once allows (2.8);
+    auto-commit with processing on workers commits 81 records not yet processed (3.9)."""
+    tasks = check_tasks(24, tmp_path, duration_ms=8000)
+    results = [run_check_task(tasks[seed - 1]) for seed in (4, 10, 21, 24)]
+    assert [(r["version"], r["lost_acked"]) for r in results] == [("2.8", 23), ("3.7", 0), ("2.8", 0), ("3.9", 0)]
+    assert results[2]["duplicates_by_cause"] == {"crash_before_commit": 69}
+    assert results[3]["skipped_by_cause"] == {"committed_before_processed": 81}
+    figures = totals(results)
+    assert [(f["seed"], f["check"], f["shrunk"]) for f in figures["failures"]] == [
+        (4, "lost_acked", None),
+        (10, "duplicates kafka_16460", None),
+        (24, "skipped committed_before_processed", None),
+    ]
+    assert figures["failures"][0]["replay"] == f"kafkasim run {tmp_path / 'scenarios' / 'seed-4.toml'}"
