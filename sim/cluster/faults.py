@@ -384,8 +384,10 @@ def _zombie(kernel: Kernel, node: str, duration_ms: int | None, context: FaultCo
 def _on_controller(kernel: Kernel, fault: Fault, context: FaultContext | None) -> None:
     """`fault` aimed at the controller's broker, looked up now, from now on."""
     broker = None if context is None else context.controller()
-    if broker is None:
-        kernel.emit("fault_skipped", kind=fault.kind, target=CONTROLLER, reason="no broker holds /controller")
+    if broker is None or not kernel.is_up(broker):
+        # A crashed controller's znode stays until its session expires: the role is vacant.
+        reason = "no broker holds /controller" if broker is None else f"{broker} holds /controller but is down"
+        kernel.emit("fault_skipped", kind=fault.kind, target=CONTROLLER, reason=reason)
         return
     schedule_fault(kernel, replace(fault, node=broker, at_ms=kernel.now_ms), context)
 

@@ -100,7 +100,7 @@ def _applicable(scenario: Scenario, shape: Shape) -> tuple[str, ...]:
         kind
         for kind in KINDS
         if (shape.consumers or kind not in CONSUMER_KINDS)
-        and (zookeeper or kind != "session_expiry")
+        and (zookeeper or kind not in ("session_expiry", "controller_failover"))
         and (cuts or kind not in ("partition", "partition_one_way"))
     )
 

@@ -43,6 +43,7 @@ KIND_DOCS: tuple[tuple[str, str], ...] = (
     ("rolling_restart_brokers", "every broker in turn: a controlled shutdown, then a restart"),
     ("rolling_restart_consumers", "every consumer of the group in turn: close(), then a new process"),
     ("reset_offsets", "an operator resets the group's offsets (kafka-consumer-groups --reset-offsets)"),
+    ("controller_failover", "the controller's broker, whichever it is then, crashes, is shut down or pauses past its session"),
 )
 """The campaign's fault kinds (the vocabulary `plan(kinds=...)` accepts), each with what it does."""
 
@@ -169,6 +170,19 @@ def _coordinator_failover(rng: random.Random, shape: Shape, at: int) -> list[Tab
     return [_stop(rng, shape, at, shape.coordinator)]
 
 
+def _controller_failover(rng: random.Random, shape: Shape, at: int) -> list[Table]:
+    """Aimed at the `controller` role: the broker holding /controller when the fault starts."""
+    choice = rng.randrange(3)
+    if choice == 0:
+        crash_kind = "process" if shape.safe else rng.choice(("process", "power_loss"))
+        after = _span(rng, shape, at, 1000, 5000)
+        return [{"kind": "crash", "node": "controller", "crash.kind": crash_kind, "restart.after.ms": after}]
+    if choice == 1:
+        return [_stop(rng, shape, at, "controller")]
+    low = shape.zk_session_ms + 500
+    return [{"kind": "pause", "node": "controller", "duration.ms": _span(rng, shape, at, low, low + 3000)}]
+
+
 def _consumer_crash(rng: random.Random, shape: Shape, at: int) -> list[Table]:
     table: Table = {"kind": "crash", "node": rng.choice(shape.consumers)}
     if rng.random() < 0.8:  # noqa: PLR2004 - most crashed consumers come back
@@ -265,6 +279,7 @@ _DRAW: dict[str, Callable[[random.Random, Shape, int], list[Table]]] = {
     "rolling_restart_brokers": _rolling_brokers,
     "rolling_restart_consumers": _rolling_consumers,
     "reset_offsets": _reset_offsets,
+    "controller_failover": _controller_failover,
 }
 assert tuple(_DRAW) == KINDS, "every campaign kind has a drawer, in the vocabulary's order"
 

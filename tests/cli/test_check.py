@@ -133,7 +133,7 @@ def test_the_failing_seeds_are_shrunk_and_each_replays_its_check(tmp_path: Path)
     """Over a base of replication factor 1 and a power loss every seed loses acknowledged
     records; `--shrink 1` shrinks the first failing seed only, and its file replays the check."""
     base = tmp_path / "base.toml"
-    base.write_text(plan(6, duration_ms=4000), encoding="utf-8")
+    base.write_text(plan(6, kinds=("power_loss",), duration_ms=4000), encoding="utf-8")
     out = tmp_path / "c"
     result = kafkasim(
         "check", str(base), "--seeds", "2", "--faults", "delay", "--shrink", "1",

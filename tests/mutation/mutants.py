@@ -1905,4 +1905,12 @@ MUTANTS: tuple[Mutant, ...] = (
             "tests/unit/test_shrink.py::test_shrink_refuses_a_scenario_that_does_not_fail_the_check",
         ),
     ),
+    Mutant(
+        "campaign_controller_failover_names_a_broker",
+        "a campaign's controller failover names the controller role, resolved when the fault starts; a broker named before the run is a guess (sim/studies/campaign_faults.py)",
+        "sim/studies/campaign_faults.py",
+        'return [{"kind": "crash", "node": "controller", "crash.kind": crash_kind, "restart.after.ms": after}]',
+        'return [{"kind": "crash", "node": shape.brokers[0], "crash.kind": crash_kind, "restart.after.ms": after}]',
+        ("tests/unit/test_campaign_plan.py::test_a_controller_failover_aims_at_the_controller_role_and_the_run_resolves_it",),
+    ),
 )

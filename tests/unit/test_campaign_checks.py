@@ -53,19 +53,22 @@ def test_at_least_once_duplicates_and_an_operators_reset_are_no_failure():
 
 
 def test_a_campaign_over_unsafe_configurations_fails_on_lost_writes_a_kafka_bug_and_skipped_records(tmp_path: Path):
-    """Seeds 4, 10, 21 and 24 of the drawn configurations at 8 s: acks=1 and a power loss lose
-    23 acknowledged records (2.8); the consumer protocol's KAFKA-16460 processes a record twice
-    (3.7); a crash before a commit duplicates 69 records, which at-least-once allows (2.8);
-    auto-commit with processing on workers commits 81 records not yet processed (3.9)."""
-    tasks = check_tasks(24, tmp_path, duration_ms=8000)
-    results = [run_check_task(tasks[seed - 1]) for seed in (4, 10, 21, 24)]
-    assert [(r["version"], r["lost_acked"]) for r in results] == [("2.8", 23), ("3.7", 0), ("2.8", 0), ("3.9", 0)]
-    assert results[2]["duplicates_by_cause"] == {"crash_before_commit": 69}
-    assert results[3]["skipped_by_cause"] == {"committed_before_processed": 81}
+    """Seeds 10, 21 and 38 of the drawn configurations at 8 s, and seed 39 of the 3.9 profile:
+    acks=1 and a crash lose 132 acknowledged records (3.7); a crash before a commit duplicates 69
+    records, which at-least-once allows (2.8); auto-commit with processing on workers commits
+    638 records not yet processed (3.9); the consumer protocol's KAFKA-16460 processes a record
+    twice (3.9)."""
+    tasks = check_tasks(38, tmp_path, duration_ms=8000)
+    results = [run_check_task(tasks[seed - 1]) for seed in (10, 21, 38)]
+    results.append(run_check_task(check_tasks(39, tmp_path, profile="3.9", duration_ms=8000)[38]))
+    assert [(r["version"], r["lost_acked"]) for r in results] == [("3.7", 132), ("2.8", 0), ("3.9", 0), ("3.9", 0)]
+    assert results[1]["duplicates_by_cause"] == {"crash_before_commit": 69}
+    assert results[2]["skipped_by_cause"] == {"committed_before_processed": 638}
+    assert results[3]["duplicates_by_cause"] == {"kafka_16460": 1}
     figures = totals(results)
     assert [(f["seed"], f["check"], f["shrunk"]) for f in figures["failures"]] == [
-        (4, "lost_acked", None),
-        (10, "duplicates kafka_16460", None),
-        (24, "skipped committed_before_processed", None),
+        (10, "lost_acked", None),
+        (38, "skipped committed_before_processed", None),
+        (39, "duplicates kafka_16460", None),
     ]
-    assert figures["failures"][0]["replay"] == f"kafkasim run {tmp_path / 'scenarios' / 'seed-4.toml'}"
+    assert figures["failures"][0]["replay"] == f"kafkasim run {tmp_path / 'scenarios' / 'seed-10.toml'}"

@@ -156,3 +156,27 @@ def test_a_safe_coordinator_failover_crashes_the_process_never_the_power():
     safe = {m for seed in range(20) for m in re.findall(r'"crash\.kind" = "(\w+)"', plan(seed, "3.9", kinds, safe=True))}
     assert unsafe == {"process", "power_loss"}
     assert safe == {"process"}
+
+
+def test_a_controller_failover_aims_at_the_controller_role_and_the_run_resolves_it():
+    """The plan names the role; the run stops whichever broker holds /controller when each fault
+    starts. Seed 9 draws a crash at 2408 ms, then pauses past the 3 s session at 3179 and 7968
+    ms. The crash stops broker 1, the first controller; at 3179 ms its znode is still there (its
+    session expires at about 5 s), so the role is vacant and the pause is skipped, saying why;
+    broker 3 wins at 5012 ms and the pause at 7968 ms stops it; broker 2 follows."""
+    text = plan(9, "3.9", ["controller_failover"], duration_ms=15_000)
+    scenario = parse_scenario(text, "seed 9")
+    assert [(f["kind"], f["at.ms"], f["node"]) for f in scenario.faults] == [
+        ("crash", 2408, "controller"), ("pause", 3179, "controller"), ("pause", 7968, "controller"),
+    ]  # fmt: skip
+    assert drawn_kinds(text) == ["controller_failover"] * 3
+    events: list[dict] = []
+    with Cluster(scenario, host=HostKind.DIRECT) as cluster:
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+    hits = [(e["ts_ms"], e["target"]) for e in events if e["event"] in ("node_crashed", "node_paused")]
+    elected = [(e["ts_ms"], f"broker-{e['broker_id']}") for e in events if e["event"] == "controller_elected"]
+    skipped = [(e["ts_ms"], e["reason"]) for e in events if e["event"] == "fault_skipped"]
+    assert hits == [(2408, "broker-1"), (7968, "broker-3")]
+    assert elected == [(12, "broker-1"), (5012, "broker-3"), (10012, "broker-2")]
+    assert skipped == [(3179, "broker-1 holds /controller but is down")]
