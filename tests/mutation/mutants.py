@@ -1555,12 +1555,12 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "group_of_both_protocols_runs",
-        "a group.id whose consumers use both protocols is refused: online migration and classic members in a "
-        "consumer group are not modelled",
+        "a group.id whose consumers use both protocols needs classic members inside a consumer group (3.8+): "
+        "refused before 3.8",
         "sim/cluster/scenario_checks.py",
-        '        if consumers[first]["group.protocol"] != entry["group.protocol"]:\n',
+        "        if not profile.classic_members_in_consumer_groups:\n",
         "        if False:\n",
-        ("tests/unit/test_consumer_protocol_inputs.py::test_one_group_of_both_protocols_is_refused_as_not_modelled",),
+        ("tests/unit/test_consumer_protocol_inputs.py::test_one_group_of_both_protocols_needs_3_8",),
     ),
     Mutant(
         "shared_instance_ids_lists_lone_ids",
