@@ -2,11 +2,13 @@
 consumerGroupHeartbeat`, `consumerGroupLeave`, `consumerGroupFenceMember`, 3.9).
 
 One heartbeat, in Kafka's order: the request's own checks (`validation`); the group, created
-by a join; the member (`getOrMaybeSubscribe...Member`: a static member's rules, the epoch
+by a join (or converted from a classic group, `migration.upgrade`); the member (`getOrMaybeSubscribe...Member`: a static member's rules, the epoch
 check); its subscription, whose change (or a new member) bumps the group epoch; the target
 assignment, recomputed while the group epoch is ahead of it; the member's reconciliation
 (`reconciliation.reconcile`, with the partition epochs); its session timeout, restarted.
-The answer carries the assignment after a full request or when it changed.
+The answer carries the assignment after a full request or when it changed. Fencing the last
+member of the consumer protocol among classic members may downgrade the group instead
+(`migration.downgrade`).
 
 Kafka writes what a heartbeat changed as records and answers once they are committed; a
 failed write leaves the group as it was. Here the records go through `GroupManager.append`
