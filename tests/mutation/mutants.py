@@ -1904,4 +1904,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "            classic_members_in_consumer_groups=v >= (3, 7, 0),\n",
         ("tests/scenarios/test_consumer_protocol_migration.py::test_in_3_7_a_classic_request_to_a_consumer_group_is_group_id_not_found",),
     ),
+    Mutant(
+        "migration_classic_join_owns_nothing",
+        "a cooperative classic member inside a consumer group is reconciled against the partitions its JoinGroup subscription still owns, so it stays UNREVOKED_PARTITIONS until it gave them up (classicGroupJoinToConsumerGroup, CurrentAssignmentBuilder)",
+        "actors/group/classic_members.py",
+        "        updated = reconcile_member(m, out, group, updated, _owned(req))\n",
+        "        updated = reconcile_member(m, out, group, updated, {})\n",
+        ("tests/scenarios/test_consumer_protocol_migration.py::test_a_cooperative_classic_member_revokes_before_its_partition_moves",),
+    ),
 )

@@ -263,3 +263,33 @@ def test_in_3_7_a_classic_request_to_a_consumer_group_is_group_id_not_found() ->
             cluster.run(until_ms=1200)
             answers[version] = [r.error_code for _, r in a.answers(HeartbeatResponse)]
     assert answers == {"3.7": [ErrorCode.GROUP_ID_NOT_FOUND], "3.8": [ErrorCode.UNKNOWN_MEMBER_ID]}
+
+
+def test_a_cooperative_classic_member_revokes_before_its_partition_moves() -> None:
+    """With `cooperative-sticky` the classic members keep their partitions across a rejoin and
+    claim them in the JoinGroup subscription's `ownedPartitions`. After the upgrade at 20 s the
+    target moves T-3 from the second classic member to the new one: that member's JoinGroup
+    still owns T-3, so it stays UNREVOKED_PARTITIONS at epoch 1 (answered generation 1 with T-1
+    only); its client revokes T-3 and rejoins, and the JoinGroup without T-3 takes it to epoch 2 at
+    21.237 s. Only then is T-3 free, and the new member gets it at its next heartbeat (25.043 s):
+    never two owners."""
+    events, _, summary = run(
+        scenario(
+            CLASSIC.format(count=2).replace('"client.id" = "classic"', '"client.id" = "classic"\n"partition.assignment.strategy" = ["cooperative-sticky"]'),
+            CONSUMER.format(start=20000),
+            duration=30_000,
+            records=2000,
+        )
+    )
+    assert members(events) == [
+        (20025, "classic", "stable", 1, ["T-0", "T-2"]),
+        (20025, "classic", "stable", 1, ["T-1", "T-3"]),
+        (20025, "d576c842", "unreleased_partitions", 2, []),
+        (21128, "classic", "unrevoked_partitions", 1, ["T-1"]),
+        (21140, "classic", "stable", 2, ["T-0", "T-2"]),
+        (21237, "classic", "stable", 2, ["T-1"]),
+        (25043, "d576c842", "stable", 2, ["T-3"]),
+    ]
+    [revoking] = where(events, "consumer_member_changed", state="unrevoked_partitions")
+    assert revoking["pending_revocation"] == ["T-3"]
+    assert (summary["consumed"], summary["duplicates"]) == (2000, 0)
