@@ -133,6 +133,11 @@ class Profile:
     consumer_group_protocol: bool
     """KIP-848 (3.7.0): the consumer's `group.protocol=consumer` and the broker's `consumer`
     rebalance protocol exist (early access in 3.7, preview in 3.8 and 3.9, GA in 4.0)."""
+    classic_members_in_consumer_groups: bool
+    """KIP-848's online migration (3.8.0): the coordinator serves JoinGroup, SyncGroup,
+    Heartbeat and LeaveGroup of classic members inside a consumer group, and converts a group
+    between the protocols as `group.consumer.migration.policy` allows; in 3.7 a classic
+    request naming a consumer group gets GROUP_ID_NOT_FOUND."""
     reject_classic_settings_under_consumer_protocol: bool
     """KAFKA-17338, KAFKA-18156 (4.0.0): with `group.protocol=consumer`, `ConsumerConfig`
     refuses `partition.assignment.strategy`, `heartbeat.interval.ms` and `session.timeout.ms`
@@ -211,6 +216,7 @@ class Profile:
             complete_after_whole_append=v >= (2, 7, 0),
             exponential_retry_backoff=v >= (3, 7, 0),
             consumer_group_protocol=v >= (3, 7, 0),
+            classic_members_in_consumer_groups=v >= (3, 8, 0),
             reject_classic_settings_under_consumer_protocol=v >= (4, 0, 0),
             reject_remote_assignor_under_classic_protocol=v >= (3, 9, 0),
             older_generation_claims=not (2, 6, 0) <= v <= (3, 4, 0),
@@ -250,4 +256,6 @@ def _defaults(v: Version) -> dict[str, Any]:
         "linger.ms": 5 if v >= (4, 0, 0) else 0,  # KIP-1030
         # 4.0 turns the consumer protocol on in brokers by default (KIP-848 GA).
         "group.coordinator.rebalance.protocols": ["classic", "consumer"] if v >= (4, 0, 0) else ["classic"],
+        # 3.8 and 3.9 keep online migration off; 4.0 turns it on both ways (KIP-848 GA).
+        "group.consumer.migration.policy": "bidirectional" if v >= (4, 0, 0) else "disabled",
     }

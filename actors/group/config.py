@@ -4,12 +4,31 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 from actors.addresses import broker_address, group_coordinator_address
 from actors.core import Address
 from actors.profiles import INT_MAX, Profile
 
-__all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupCoordinatorConfig"]
+__all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupCoordinatorConfig", "MigrationPolicy"]
+
+
+class MigrationPolicy(Enum):
+    """`ConsumerGroupMigrationPolicy` (3.8+): which conversions of a group with members the
+    coordinator makes; an empty group changes protocol whatever the policy."""
+
+    DISABLED = "disabled"
+    UPGRADE = "upgrade"
+    DOWNGRADE = "downgrade"
+    BIDIRECTIONAL = "bidirectional"
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self in (MigrationPolicy.UPGRADE, MigrationPolicy.BIDIRECTIONAL)
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self in (MigrationPolicy.DOWNGRADE, MigrationPolicy.BIDIRECTIONAL)
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300000
 """`GroupCoordinator.NewMemberJoinTimeoutMs`: a new member's parked JoinGroup expires after this."""
@@ -41,6 +60,9 @@ class GroupCoordinatorConfig:
     """`group.consumer.session.timeout.ms`, from a member's last successful heartbeat."""
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     """`group.consumer.assignors`; the first is the default."""
+    consumer_migration_policy: MigrationPolicy = MigrationPolicy.DISABLED
+    """`group.consumer.migration.policy` (3.8+; 3.8 and 3.9 default to disabled, 4.0 to
+    bidirectional)."""
     topic_partitions: tuple[tuple[str, int], ...] = ()
     """The cluster's topics and their partition counts: the metadata image the consumer
     protocol's assignors read (topics are fixed for a run, so it never changes)."""
@@ -65,6 +87,7 @@ class GroupCoordinatorConfig:
             "offsets_retention_ms": profile.defaults["offsets.retention.minutes"] * 60000,
             "group_initial_rebalance_delay_ms": profile.defaults["group.initial.rebalance.delay.ms"],
             "group_max_session_timeout_ms": profile.defaults["group.max.session.timeout.ms"],
+            "consumer_migration_policy": MigrationPolicy(profile.defaults["group.consumer.migration.policy"]),
             # KIP-814 came with 3.2.0; the profile has no flag for it.
             "skip_assignment_for_static_leader": profile.version >= (3, 2, 0),
         }

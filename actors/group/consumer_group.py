@@ -25,9 +25,10 @@ from actors.group.group import GroupType
 
 if TYPE_CHECKING:
     from actors.group.state import CommittedOffset
+    from protocols.group import JoinGroupProtocol
     from protocols.types import TopicPartition
 
-__all__ = ["Assignment", "ConsumerGroup", "ConsumerGroupMember", "Membership", "consumer_group_snapshot", "partition_names"]
+__all__ = ["Assignment", "ClassicMemberMetadata", "ConsumerGroup", "ConsumerGroupMember", "Membership", "consumer_group_snapshot", "partition_names"]
 
 Assignment = Mapping[str, frozenset[int]]
 
@@ -40,6 +41,22 @@ def partition_names(assignment: Assignment) -> list[str]:
 def _clean(assignment: Mapping[str, Iterable[int]]) -> dict[str, frozenset[int]]:
     """Topics with no partitions left out, topics in order."""
     return {topic: frozenset(ps) for topic, ps in sorted(assignment.items()) if ps}
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """`ConsumerGroupMemberMetadataValue.ClassicMemberMetadata`: what a member speaking the
+    classic protocol inside a consumer group keeps of its JoinGroup (3.8+)."""
+
+    session_timeout_ms: int
+    protocols: tuple[JoinGroupProtocol, ...]
+    """Its supported protocols with their subscriptions, in its order of preference."""
+    client_id: str = ""
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol its JoinGroup and SyncGroup answers name: its first."""
+        return self.protocols[0].name
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +74,12 @@ class ConsumerGroupMember:
     previous_member_epoch: int = -1
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None
+    """Set for a member that speaks the classic protocol (`useClassicProtocol`)."""
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def with_assignment(self, state: MemberState, epoch: int, assigned: Assignment, revoking: Assignment) -> ConsumerGroupMember:
         """`updateMemberEpoch` with a new current assignment: the previous epoch is the one it had."""
@@ -145,6 +168,38 @@ class ConsumerGroup:
 
     def has_offsets(self) -> bool:
         return bool(self.offsets) or bool(self.pending_offset_commits)
+
+    def classic_members(self) -> list[ConsumerGroupMember]:
+        return [mm for mm in self.sorted_members() if mm.classic is not None]
+
+    def all_classic_except(self, member_id: str) -> bool:
+        """`allMembersUseClassicProtocolExcept`: every other member speaks the classic protocol
+        and this one does not."""
+        member = self.member(member_id)
+        return (
+            member is not None
+            and member.classic is None
+            and len(self.classic_members()) == len(self.m.members) - 1
+        )
+
+    def supports_classic_protocols(self, protocol_type: str, names: tuple[str, ...]) -> bool:
+        """`supportsClassicProtocols`: a classic member may join if it speaks the consumer
+        embedded protocol and one of its protocols is supported by every classic member."""
+        if protocol_type != "consumer" or not names:
+            return False
+        classic = self.classic_members()
+        return any(all(n in (p.name for p in mm.classic.protocols) for mm in classic if mm.classic) for n in names)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """`waitingOnUnreleasedPartition`: a target partition it lacks is still held elsewhere."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        target = self.m.target.get(member.member_id, {})
+        return any(
+            p not in member.assigned.get(topic, ()) and self.partition_epoch(topic, p) != FREE
+            for topic in sorted(target)
+            for p in sorted(target[topic])
+        )
 
     # ------------------------------------------------------------------ state
 

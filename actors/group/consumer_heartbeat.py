@@ -2,11 +2,13 @@
 consumerGroupHeartbeat`, `consumerGroupLeave`, `consumerGroupFenceMember`, 3.9).
 
 One heartbeat, in Kafka's order: the request's own checks (`validation`); the group, created
-by a join; the member (`getOrMaybeSubscribe...Member`: a static member's rules, the epoch
+by a join (or converted from a classic group, `migration.upgrade`); the member (`getOrMaybeSubscribe...Member`: a static member's rules, the epoch
 check); its subscription, whose change (or a new member) bumps the group epoch; the target
 assignment, recomputed while the group epoch is ahead of it; the member's reconciliation
 (`reconciliation.reconcile`, with the partition epochs); its session timeout, restarted.
-The answer carries the assignment after a full request or when it changed.
+The answer carries the assignment after a full request or when it changed. Fencing the last
+member of the consumer protocol among classic members may downgrade the group instead
+(`migration.downgrade`).
 
 Kafka writes what a heartbeat changed as records and answers once they are committed; a
 failed write leaves the group as it was. Here the records go through `GroupManager.append`
@@ -20,17 +22,18 @@ committed; holding the request instead keeps a failed write undoable on its own)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from actors.core import Ctx, Inbound, Out
-from actors.group import consumer_assign
+from actors.group import consumer_assign, migration
 from actors.group.consumer_group import ConsumerGroup, ConsumerGroupMember, Membership, announce, member_changed, member_removed
 from actors.group.consumer_protocol.epochs import heartbeat_epoch_error
 from actors.group.consumer_protocol.reconciliation import Member, ReconciliationError, reconcile
-from actors.group.consumer_protocol.states import MemberState, is_reconciled_to
+from actors.group.consumer_protocol.states import ConsumerGroupState, MemberState, is_reconciled_to
 from actors.group.consumer_protocol.validation import heartbeat_request_error
-from actors.group.consumer_records import changes
+from actors.group.consumer_records import changes, group_tombstone
 from actors.group.manager import GroupManager, timer_key
 from actors.group.records import group_tombstone as classic_group_tombstone
 from actors.group.state import ClassicGroup, GroupState
@@ -44,7 +47,18 @@ from protocols.group import (
     TopicPartitions,
 )
 
-__all__ = ["PendingConsumerWrite", "append_error", "on_consumer_group_heartbeat", "on_consumer_timer", "on_written"]
+__all__ = [
+    "PendingConsumerWrite",
+    "append_error",
+    "bump",
+    "cancel_timers",
+    "fence",
+    "on_consumer_group_heartbeat",
+    "on_consumer_timer",
+    "on_written",
+    "reconcile_member",
+    "write",
+]
 
 E = ErrorCode
 
@@ -60,8 +74,12 @@ class PendingConsumerWrite:
     """The Empty classic group the join replaced, or None; `created` below says if it is new."""
     created: bool
     inbound: Inbound | None
-    response: ConsumerGroupHeartbeatResponse | None
+    response: Any
+    """The answer to `inbound` once the write is committed (of either protocol's API)."""
     events: Out = field(default_factory=Out)
+    downgraded: tuple[ClassicGroup, str] | None = None
+    """The classic group that replaced the group on its last consumer-protocol member's leave,
+    with its group record."""
 
 
 def append_error(error: ErrorCode) -> ErrorCode:
@@ -80,7 +98,7 @@ written and the change is undone."""
 
 
 def _fail(out: Out, inbound: Inbound, error: ErrorCode) -> None:
-    out.reply(inbound, ConsumerGroupHeartbeatResponse(error))
+    out.reply(inbound, migration.error_answer(inbound.message, error))
 
 
 def _owned(req: ConsumerGroupHeartbeatRequest) -> dict[str, frozenset[int]] | None:
@@ -132,11 +150,14 @@ def on_consumer_timer(m: GroupManager, ctx: Ctx, out: Out, kind: str, group_id: 
             return
         reason = "rebalance_timeout"
     else:
-        reason = "session_timeout"
+        # A classic member's join and sync timeouts (`consumerGroupFenceMemberOperation`).
+        if kind == "cg-join":
+            m.join_deadlines.pop((group_id, member_id), None)
+        reason = {"cg-join": "join_timeout", "cg-sync": "sync_timeout"}.get(kind, "session_timeout")
     before, state_before = group.m.copy(), group.state
     events = Out()
-    _fence(m, ctx, out, events, group, member, reason)
-    _write(m, ctx, out, PendingConsumerWrite(group, before, state_before, None, False, None, None, events))
+    downgraded = fence(m, ctx, out, events, group, member, reason)
+    write(m, ctx, out, PendingConsumerWrite(group, before, state_before, None, False, None, None, events, downgraded))
 
 
 # ----------------------------------------------------------------------------- the heartbeat
@@ -150,16 +171,20 @@ def _heartbeat(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: Consu
     events = Out()
     existing = m.groups.get(req.group_id)
     replaced_classic = None
+    upgraded = None
     if isinstance(existing, ClassicGroup):
-        # No online upgrade: only an Empty classic group gives way to a consumer group.
-        if not (join and existing.is_(GroupState.EMPTY)):
+        # An Empty classic group gives way to a consumer group; one with members is converted
+        # only if the policy allows (`getOrMaybeCreateConsumerGroup`, `validateOnlineUpgrade`).
+        if join and not existing.is_(GroupState.EMPTY) and migration.can_upgrade(m, existing):
+            upgraded = migration.upgrade(m, ctx, out, events, existing)
+        elif not (join and existing.is_(GroupState.EMPTY)):
             _fail(out, inbound, E.GROUP_ID_NOT_FOUND)
             return
         replaced_classic, existing = existing, None
     if existing is None and not join:
         _fail(out, inbound, E.GROUP_ID_NOT_FOUND)
         return
-    group = existing if isinstance(existing, ConsumerGroup) else ConsumerGroup(req.group_id, state_timestamp_ms=ctx.now_ms)
+    group = existing if isinstance(existing, ConsumerGroup) else upgraded or ConsumerGroup(req.group_id, state_timestamp_ms=ctx.now_ms)
     created = existing is None
     member_id = req.member_id or m.new_uuid(ctx)
     found = _subscribe(group, member_id, req)
@@ -168,7 +193,10 @@ def _heartbeat(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: Consu
         return
     member, static_old = found
     before, state_before = group.m.copy(), group.state
-    if created:
+    if upgraded is not None:
+        before, state_before = Membership(), group.state  # the records write the whole group
+        m.groups[group.group_id] = group
+    elif created:
         m.groups[group.group_id] = group
         if replaced_classic is not None:
             group.offsets, group.pending_offset_commits = replaced_classic.offsets, replaced_classic.pending_offset_commits
@@ -178,7 +206,7 @@ def _heartbeat(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: Consu
         group.m.target[member_id] = before.target.get(static_old.member_id, {})
         if static_old.member_id != member_id:
             member_removed(events, group.group_id, static_old, "replaced")
-            _cancel_timers(m, out, group.group_id, static_old.member_id)
+            cancel_timers(m, out, group.group_id, static_old.member_id)
     updated = replace(
         member,
         instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
@@ -186,15 +214,16 @@ def _heartbeat(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: Consu
         rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
         subscribed_topics=tuple(sorted(set(req.subscribed_topic_names))) if req.subscribed_topic_names is not None else member.subscribed_topics,
         server_assignor=req.server_assignor if req.server_assignor is not None else member.server_assignor,
+        classic=None,  # a classic member that heartbeats this way now speaks the consumer protocol
     )
     is_new = group.member(member_id) is None and static_old is None
     group.put(updated)
     if updated.subscribed_topics != member.subscribed_topics or is_new:
-        _bump(events, group, "member_joined" if is_new else "subscription_changed")
+        bump(events, group, "member_joined" if is_new else "subscription_changed")
     if group.m.group_epoch > group.m.assignment_epoch:
         consumer_assign.update_target(m.config, events, group)
     try:
-        updated = _reconcile(m, out, group, updated, _owned(req))
+        updated = reconcile_member(m, out, group, updated, _owned(req))
     except ReconciliationError as failed:
         group.restore(before)
         if created:
@@ -215,7 +244,7 @@ def _heartbeat(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: Consu
         _wire(updated.assigned) if full or updated.assigned != member.assigned else None,
     )
     pending = PendingConsumerWrite(group, before, state_before, replaced_classic, created, inbound, response, events)
-    _write(m, ctx, out, pending)
+    write(m, ctx, out, pending)
 
 
 def _subscribe(
@@ -247,8 +276,9 @@ def _subscribe(
     return error if error is not E.NONE else (member, None)
 
 
-def _reconcile(m: GroupManager, out: Out, group: ConsumerGroup, member: ConsumerGroupMember, owned: Any) -> ConsumerGroupMember:
-    """`maybeReconcile`: towards the target; the rebalance timeout runs while it revokes."""
+def reconcile_member(m: GroupManager, out: Out, group: ConsumerGroup, member: ConsumerGroupMember, owned: Any) -> ConsumerGroupMember:
+    """`maybeReconcile`: towards the target; the rebalance timeout runs while a member of the
+    consumer protocol revokes (a classic member has its join and sync timeouts instead)."""
     target_epoch = group.m.assignment_epoch
     if is_reconciled_to(member.state, member.member_epoch, target_epoch):
         return member
@@ -259,6 +289,8 @@ def _reconcile(m: GroupManager, out: Out, group: ConsumerGroup, member: Consumer
         return member
     updated = member.with_assignment(nxt.state, nxt.member_epoch, nxt.assigned, nxt.pending_revocation)
     key = timer_key("cg-rebalance", group.group_id, member.member_id)
+    if updated.classic is not None:
+        return updated
     if updated.state is MemberState.UNREVOKED_PARTITIONS:
         m.rebalance_epochs[(group.group_id, member.member_id)] = updated.member_epoch
         out.set_timer(key, updated.rebalance_timeout_ms)
@@ -268,7 +300,7 @@ def _reconcile(m: GroupManager, out: Out, group: ConsumerGroup, member: Consumer
     return updated
 
 
-def _bump(events: Out, group: ConsumerGroup, reason: str) -> None:
+def bump(events: Out, group: ConsumerGroup, reason: str) -> None:
     group.m.group_epoch += 1
     events.emit("group_epoch_bumped", group_id=group.group_id, group_epoch=group.m.group_epoch, reason=reason)
 
@@ -300,36 +332,52 @@ def _leave(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: ConsumerG
         group.put(left)
         member_changed(events, group.group_id, left)
         group.refresh_state(events, ctx.now_ms)
-    else:
-        _fence(m, ctx, out, events, group, member, "left")
+    downgraded = None
+    if req.member_epoch != STATIC_LEAVE_EPOCH:
+        downgraded = fence(m, ctx, out, events, group, member, "left")
     response = ConsumerGroupHeartbeatResponse(E.NONE, member.member_id, req.member_epoch)
-    _write(m, ctx, out, PendingConsumerWrite(group, before, state_before, None, False, inbound, response, events))
+    write(m, ctx, out, PendingConsumerWrite(group, before, state_before, None, False, inbound, response, events, downgraded))
 
 
-def _fence(m: GroupManager, ctx: Ctx, out: Out, events: Out, group: ConsumerGroup, member: ConsumerGroupMember, reason: str) -> None:
+def fence(
+    m: GroupManager, ctx: Ctx, out: Out, events: Out, group: ConsumerGroup, member: ConsumerGroupMember, reason: str
+) -> tuple[ClassicGroup, str] | None:
     """`consumerGroupFenceMember`: the member goes (its partitions are free at once) and the
-    group epoch is bumped; the target follows at the next heartbeat."""
+    group epoch is bumped; the target follows at the next heartbeat. If it was the last member
+    of the consumer protocol and the policy allows, the group is downgraded instead (returned
+    with its record)."""
+    if migration.can_downgrade(m, group, member.member_id):
+        member_removed(events, group.group_id, member, reason)
+        cancel_timers(m, out, group.group_id, member.member_id)
+        for other in group.sorted_members():
+            cancel_timers(m, out, group.group_id, other.member_id)
+        group.transition(events, ConsumerGroupState.DEAD, ctx.now_ms)
+        return migration.downgrade(m, ctx, events, group, member.member_id)
     group.remove(member.member_id)
     member_removed(events, group.group_id, member, reason)
-    _bump(events, group, "member_left" if reason == "left" else "member_fenced")
-    _cancel_timers(m, out, group.group_id, member.member_id)
+    bump(events, group, "member_left" if reason == "left" else "member_fenced")
+    cancel_timers(m, out, group.group_id, member.member_id)
     group.refresh_state(events, ctx.now_ms)
+    return None
 
 
-def _cancel_timers(m: GroupManager, out: Out, group_id: str, member_id: str) -> None:
-    out.cancel_timer(timer_key("cg-session", group_id, member_id))
-    out.cancel_timer(timer_key("cg-rebalance", group_id, member_id))
+def cancel_timers(m: GroupManager, out: Out, group_id: str, member_id: str) -> None:
+    for kind in ("cg-session", "cg-rebalance", "cg-join", "cg-sync"):
+        out.cancel_timer(timer_key(kind, group_id, member_id))
     m.rebalance_epochs.pop((group_id, member_id), None)
+    m.join_deadlines.pop((group_id, member_id), None)
 
 
 # ----------------------------------------------------------------------------- writing
 
 
-def _write(m: GroupManager, ctx: Ctx, out: Out, pending: PendingConsumerWrite) -> None:
+def write(m: GroupManager, ctx: Ctx, out: Out, pending: PendingConsumerWrite) -> None:
     """Append what changed, answering once it is committed; a change of nothing answers now."""
     group = pending.group
     records = changes(group.group_id, pending.before, group.m)
-    if pending.replaced is not None and pending.replaced.generation_id > 0:
+    if pending.downgraded is not None:
+        records = (group_tombstone(group.group_id), pending.downgraded[1])
+    elif pending.replaced is not None and pending.replaced.generation_id > 0:
         records = (classic_group_tombstone(group.group_id), *records)
     if not records:
         _complete(out, pending)
@@ -351,13 +399,21 @@ def _undo_create(m: GroupManager, group: ConsumerGroup, replaced: ClassicGroup |
         m.groups.pop(group.group_id, None)
 
 
-def on_written(m: GroupManager, ctx: Ctx, out: Out, pending: PendingConsumerWrite, error: ErrorCode) -> None:
-    """The group's records are committed (or not): answer, then handle what waited."""
+def on_written(
+    m: GroupManager, ctx: Ctx, out: Out, pending: PendingConsumerWrite, error: ErrorCode, dispatch: Callable[[Inbound], None]
+) -> None:
+    """The group's records are committed (or not): answer, then handle what waited (requests
+    through `dispatch`, which knows both protocols' APIs)."""
     group = pending.group
     written = error in _WRITTEN_ANYWAY
     error = append_error(error)
-    if m.groups.get(group.group_id) is not group:
+    expected = group if pending.downgraded is None else pending.downgraded[0]
+    if m.groups.get(group.group_id) is not expected:
         error = E.NOT_COORDINATOR  # unloaded meanwhile
+    elif pending.downgraded is not None:
+        # The classic group has taken over and rebalances: a failed write is only answered.
+        out.extend(pending.events)
+        pending.events = Out()
     elif written:
         out.extend(pending.events)  # in the leader's log: the change stands, unanswered as such
     elif error is not E.NONE:
@@ -375,6 +431,6 @@ def on_written(m: GroupManager, ctx: Ctx, out: Out, pending: PendingConsumerWrit
             m.consumer_writes[group.group_id].extend(waiting[i:])
             return
         if isinstance(item, Inbound):
-            on_consumer_group_heartbeat(m, ctx, out, item, item.message)
+            dispatch(item)
         else:
             on_consumer_timer(m, ctx, out, item[0], group.group_id, item[1])

@@ -10,7 +10,9 @@ records are (`records.py`):
 
 - `{"type": "cg_epoch", "group", "epoch"}`; `{"type": "cg_tombstone", "group"}` deletes the group;
 - `{"type": "cg_member", "group", "member_id", "instance_id", "rack_id",
-  "rebalance_timeout_ms", "topics", "assignor"}`;
+  "rebalance_timeout_ms", "topics", "assignor"}`, with `"classic": {"session_timeout_ms",
+  "client_id", "protocols": [[name, topics, owned [[topic, p], ...], generation], ...]}` for a
+  member speaking the classic protocol (`ClassicMemberMetadata`, 3.8+; absent otherwise);
 - `{"type": "cg_target", "group", "member_id", "partitions": [[topic, p], ...]}` and
   `{"type": "cg_target_epoch", "group", "epoch"}`;
 - `{"type": "cg_current", "group", "member_id", "state", "epoch", "previous_epoch",
@@ -26,11 +28,13 @@ assignment epoch, current assignments.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from actors.group.consumer_group import Assignment, ConsumerGroup, ConsumerGroupMember, Membership
+from actors.group.consumer_group import Assignment, ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, Membership
 from actors.group.consumer_protocol.states import MemberState
 from actors.group.records import encode
+from protocols.group import JoinGroupProtocol, Subscription, TopicPartitions
 
 __all__ = ["CONSUMER_RECORD_TYPES", "ConsumerReplay", "changes", "group_tombstone"]
 
@@ -61,7 +65,33 @@ def _assignment(pairs: list[list[Any]]) -> dict[str, frozenset[int]]:
 
 
 def _subscription(member: ConsumerGroupMember) -> tuple[Any, ...]:
-    return (member.instance_id, member.rack_id, member.rebalance_timeout_ms, member.subscribed_topics, member.server_assignor)
+    return (
+        member.instance_id, member.rack_id, member.rebalance_timeout_ms, member.subscribed_topics,
+        member.server_assignor, member.classic,
+    )
+
+
+def _classic_value(classic: ClassicMemberMetadata) -> dict[str, Any]:
+    protocols = [
+        [p.name, list(p.metadata.topics), [[t.topic, q] for t in p.metadata.owned_partitions for q in t.partitions], p.metadata.generation_id]
+        for p in classic.protocols
+    ]
+    return {"session_timeout_ms": classic.session_timeout_ms, "client_id": classic.client_id, "protocols": protocols}
+
+
+def _classic_metadata(value: Mapping[str, Any]) -> ClassicMemberMetadata:
+    protocols = tuple(
+        JoinGroupProtocol(
+            name,
+            Subscription(
+                tuple(topics),
+                tuple(TopicPartitions(t, tuple(sorted(ps))) for t, ps in sorted(_assignment(owned).items())),
+                generation,
+            ),
+        )
+        for name, topics, owned, generation in value["protocols"]
+    )
+    return ClassicMemberMetadata(value["session_timeout_ms"], protocols, value["client_id"])
 
 
 def _current(member: ConsumerGroupMember) -> tuple[Any, ...]:
@@ -91,6 +121,7 @@ def changes(group_id: str, before: Membership, after: Membership) -> tuple[str, 
                     "rebalance_timeout_ms": member.rebalance_timeout_ms,
                     "topics": list(member.subscribed_topics),
                     "assignor": member.server_assignor,
+                    **({"classic": _classic_value(member.classic)} if member.classic is not None else {}),
                 }
             )
     if after.group_epoch != before.group_epoch:
@@ -169,6 +200,8 @@ class ConsumerReplay:
                         *(current["epoch"], current["previous_epoch"]),
                         *(_assignment(current["assigned"]), _assignment(current["revoking"])),
                     )
+                if meta.get("classic") is not None:
+                    member = replace(member, classic=_classic_metadata(meta["classic"]))
                 group.put(member)
             built[group_id] = group
         return built

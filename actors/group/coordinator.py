@@ -19,9 +19,9 @@ answer completes the operation that waited for it. Kafka's coordinator calls `ap
 in-process; here it is a message, so an append costs two latencies of the node's own network
 besides replication, and the broker does not hold the coordinator's other requests behind it.
 
-A JoinGroup, SyncGroup, Heartbeat or LeaveGroup naming a consumer group is answered
-GROUP_ID_NOT_FOUND, as a coordinator without online migration between the protocols does
-(KIP-848's classic members inside a consumer group, 3.8+, are not modelled).
+A JoinGroup, SyncGroup, Heartbeat or LeaveGroup naming a consumer group is served inside it
+(`classic_members.py`, 3.8+; GROUP_ID_NOT_FOUND in 3.7), and a group changes protocol as
+`group.consumer.migration.policy` allows (`migration.py`).
 
 Left out: transactional offset commits, topic deletion removing offsets; of `group.max.size`, the dropping of a refused static
 restart's instance id in 2.3 to 2.7 (`removeStaticMember`).
@@ -33,27 +33,22 @@ import json
 from typing import Any
 
 from actors.core import Ctx, Inbound, Out
-from actors.group import admin, consumer_heartbeat, join, loading, membership, offsets, rebalance
+from actors.group import admin, classic_members, consumer_heartbeat, join, loading, membership, offsets, rebalance
 from actors.group.config import GroupCoordinatorConfig
 from actors.group.manager import GroupManager, PendingCommit, StoreKind, timer_key
 from actors.group.rules import store_group_error
 from protocols.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest, OffsetDeleteRequest
 from protocols.connection import Disconnected
-from protocols.errors import ErrorCode
 from protocols.group import (
     ConsumerGroupHeartbeatRequest,
     CoordinatorElected,
     CoordinatorResigned,
     HeartbeatRequest,
-    HeartbeatResponse,
     JoinGroupRequest,
-    JoinGroupResponse,
     LeaveGroupRequest,
-    LeaveGroupResponse,
     OffsetCommitRequest,
     OffsetFetchRequest,
     SyncGroupRequest,
-    SyncGroupResponse,
 )
 from protocols.replication import ProduceResponse
 
@@ -77,7 +72,8 @@ class GroupCoordinator:
     def on_message(self, ctx: Ctx, inbound: Inbound) -> Out:
         out = Out()
         m = self.manager
-        if self._classic_to_consumer_group(out, inbound):
+        if classic_members.handles(m, inbound):
+            classic_members.on_classic_request(m, ctx, out, inbound)
             return out
         match inbound.message:
             case ConsumerGroupHeartbeatRequest() as req:
@@ -114,19 +110,15 @@ class GroupCoordinator:
                 out.emit("request_ignored", src=str(inbound.src), message=type(inbound.message).__name__)
         return out
 
-    def _classic_to_consumer_group(self, out: Out, inbound: Inbound) -> bool:
-        """A classic membership request naming a consumer group: GROUP_ID_NOT_FOUND."""
-        answers = {
-            JoinGroupRequest: lambda e, r: JoinGroupResponse(e, member_id=r.member_id),
-            SyncGroupRequest: lambda e, _: SyncGroupResponse(e),
-            HeartbeatRequest: lambda e, _: HeartbeatResponse(e),
-            LeaveGroupRequest: lambda e, _: LeaveGroupResponse(e),
-        }
-        answer = answers.get(type(inbound.message))
-        if answer is None or self.manager.consumer_group(inbound.message.group_id) is None:
-            return False
-        out.reply(inbound, answer(ErrorCode.GROUP_ID_NOT_FOUND, inbound.message))
-        return True
+    def _dispatch_waiting(self, ctx: Ctx, out: Out, inbound: Inbound) -> None:
+        """A request that waited for its consumer group's write, now handled."""
+        m = self.manager
+        if isinstance(inbound.message, ConsumerGroupHeartbeatRequest):
+            consumer_heartbeat.on_consumer_group_heartbeat(m, ctx, out, inbound, inbound.message)
+        elif classic_members.handles(m, inbound):
+            classic_members.on_classic_request(m, ctx, out, inbound)
+        else:
+            out.extend(self.on_message(ctx, inbound))  # the group changed protocol meanwhile
 
     def _on_produce_response(self, ctx: Ctx, out: Out, correlation_id: int, resp: ProduceResponse) -> None:
         pending = self.manager.appends.pop(correlation_id, None)
@@ -134,7 +126,9 @@ class GroupCoordinator:
             return
         [result] = resp.partitions
         if isinstance(pending, consumer_heartbeat.PendingConsumerWrite):
-            consumer_heartbeat.on_written(self.manager, ctx, out, pending, result.error_code)
+            consumer_heartbeat.on_written(
+                self.manager, ctx, out, pending, result.error_code, lambda item: self._dispatch_waiting(ctx, out, item)
+            )
             return
         if isinstance(pending, PendingCommit):
             offsets.on_commit_appended(out, pending, result.error_code, result.base_offset)
@@ -154,7 +148,7 @@ class GroupCoordinator:
         if kind == "load":
             loading.on_load_timer(m, ctx, out, args[0])
             return out
-        if kind in ("cg-session", "cg-rebalance"):
+        if kind in ("cg-session", "cg-rebalance", "cg-join", "cg-sync"):
             consumer_heartbeat.on_consumer_timer(m, ctx, out, kind, args[0], args[1])
             return out
         group = m.classic_group(args[0])  # the rebalance's timers are the classic protocol's

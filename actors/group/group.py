@@ -5,8 +5,10 @@ Kafka's `GroupMetadataManager` keeps classic groups and KIP-848 consumer groups 
 `getOrMaybeCreateClassicGroup`, which refuses a group of another type, and unloading by a switch
 on `group.type()`. Here the only type is the classic one (`state.ClassicGroup`, with its state
 machine) and KIP-848's consumer group (`consumer_group.ConsumerGroup`); the classic protocol's
-requests reach only classic groups (`GroupManager.classic_group`), ConsumerGroupHeartbeat only
-consumer groups (`GroupManager.consumer_group`).
+handlers reach only classic groups (`GroupManager.classic_group`), ConsumerGroupHeartbeat only
+consumer groups (`GroupManager.consumer_group`); a classic request naming a consumer group is
+served inside it (`classic_members.py`, 3.8+), and `migration.py` converts a group between the
+two types.
 """
 
 from __future__ import annotations

@@ -33,13 +33,13 @@ from actors.core import Ctx, Out
 from actors.group.consumer_group import ConsumerGroup, announce, member_changed
 from actors.group.consumer_protocol.states import ConsumerGroupState, MemberState
 from actors.group.consumer_records import ConsumerReplay
+from actors.group.migration import answer_waiting
 from actors.group.manager import GroupManager, announce_group, timer_key
 from actors.group.rebalance import member_added, prepare_rebalance, remove_sync_expiration
 from actors.group.records import replay
 from actors.group.state import ClassicGroup, GroupState, as_classic
 from protocols.errors import ErrorCode
 from protocols.group import (
-    ConsumerGroupHeartbeatResponse,
     CoordinatorElected,
     CoordinatorResigned,
     JoinGroupResponse,
@@ -108,8 +108,9 @@ def _load_consumer_group(m: GroupManager, ctx: Ctx, out: Out, group: ConsumerGro
     announce(out, group, None)
     for member in group.sorted_members():
         member_changed(out, group.group_id, member)  # as loaded, so the log knows every member here
-        out.set_timer(timer_key("cg-session", group.group_id, member.member_id), m.config.consumer_session_timeout_ms)
-        if member.state is MemberState.UNREVOKED_PARTITIONS:
+        session_ms = m.config.consumer_session_timeout_ms if member.classic is None else member.classic.session_timeout_ms
+        out.set_timer(timer_key("cg-session", group.group_id, member.member_id), session_ms)
+        if member.classic is None and member.state is MemberState.UNREVOKED_PARTITIONS:
             m.rebalance_epochs[(group.group_id, member.member_id)] = member.member_epoch
             out.set_timer(timer_key("cg-rebalance", group.group_id, member.member_id), member.rebalance_timeout_ms)
 
@@ -120,9 +121,7 @@ def _unload_consumer_group(m: GroupManager, ctx: Ctx, out: Out, group: ConsumerG
         out.cancel_timer(timer_key("cg-session", group.group_id, member.member_id))
         out.cancel_timer(timer_key("cg-rebalance", group.group_id, member.member_id))
         m.rebalance_epochs.pop((group.group_id, member.member_id), None)
-    for waiting in m.consumer_writes.pop(group.group_id, []):
-        if not isinstance(waiting, tuple):
-            out.reply(waiting, ConsumerGroupHeartbeatResponse(ErrorCode.NOT_COORDINATOR))
+    answer_waiting(out, m.consumer_writes.pop(group.group_id, []), ErrorCode.NOT_COORDINATOR)
 
 
 def on_resigned(m: GroupManager, ctx: Ctx, out: Out, msg: CoordinatorResigned) -> None:

@@ -105,6 +105,8 @@ class GroupManager:
     ((kind, member id)) that wait for them, in order."""
     rebalance_epochs: dict[tuple[str, str], int] = field(default_factory=dict)
     """(group, member) -> the epoch its armed rebalance timeout fences it at."""
+    join_deadlines: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(group, classic member of a consumer group) -> when its armed join timeout fires."""
 
     # ------------------------------------------------------------------ ownership
 

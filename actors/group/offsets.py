@@ -64,7 +64,7 @@ def on_offset_commit(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req:
     error = m.status_error(req.group_id, offsets_api=True)
     consumer = m.consumer_group(req.group_id)
     if error is E.NONE and consumer is not None:
-        members = {mm.member_id: CommitMember(mm.member_epoch) for mm in consumer.sorted_members()}
+        members = {mm.member_id: CommitMember(mm.member_epoch, mm.classic is not None) for mm in consumer.sorted_members()}
         error = consumer_commit_error(members, req.member_id, req.generation_id)
         if error is E.NONE:
             _stage(m, ctx, out, inbound, req, consumer, offsets, consumer.state.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.group.config import GroupCoordinatorConfig
+from actors.group.config import GroupCoordinatorConfig, MigrationPolicy
 from actors.profiles import INT_MAX, Profile
 from actors.settings import SettingError, setting, suggest
 
@@ -78,6 +78,14 @@ SETTINGS = (
         doc="how long the consumer protocol's coordinator keeps a member without a heartbeat",
     ),
     setting(
+        "group.consumer.migration.policy",
+        str,
+        None,
+        choices=("disabled", "upgrade", "downgrade", "bidirectional"),
+        profile_default="group.consumer.migration.policy",
+        doc="KIP-848 (3.8+): which conversions of a group with members between the classic and the consumer protocol the coordinator makes",
+    ),
+    setting(
         "group.consumer.assignors",
         list[str],
         ["uniform", "range"],
@@ -108,6 +116,10 @@ def check(broker: dict[str, Any], profile: Profile) -> None:
         raise SettingError(msg)
     # 3.7 to 3.9 serve `consumer` only in a KRaft cluster (`KafkaConfig`). The simulator's
     # brokers stand in for one here, as they do for 4.x, which has no ZooKeeper mode at all.
+    policy = broker.get("group.consumer.migration.policy")
+    if policy is not None and not profile.classic_members_in_consumer_groups:
+        msg = f"group.consumer.migration.policy: {policy!r} needs Kafka 3.8 or later (KIP-848's online migration; the version is {profile.name})"
+        raise SettingError(msg)
     assignors = broker["group.consumer.assignors"]
     if not assignors:
         msg = f"group.consumer.assignors: names no assignor (valid: {', '.join(CONSUMER_ASSIGNORS)})"
@@ -146,5 +158,6 @@ def coordinator_config(
         consumer_heartbeat_interval_ms=settings["group.consumer.heartbeat.interval.ms"],
         consumer_session_timeout_ms=settings["group.consumer.session.timeout.ms"],
         consumer_assignors=tuple(settings["group.consumer.assignors"]),
+        consumer_migration_policy=MigrationPolicy(settings["group.consumer.migration.policy"]),
         topic_partitions=tuple(sorted((t["name"], t["partitions"]) for t in topics)),
     )

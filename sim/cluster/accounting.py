@@ -73,6 +73,8 @@ _REMOVALS = {
     "session_timeout": "expelled_session_timeout",
     "not_rejoined": "poll_interval_exceeded",
     "rebalance_timeout": "poll_interval_exceeded",
+    "join_timeout": "poll_interval_exceeded",
+    "sync_timeout": "poll_interval_exceeded",
     "replaced": "commit_failed_or_fenced",
 }
 """Removals by the coordinator that end a member's holds: the rebalance timeout a member did
@@ -80,7 +82,8 @@ not rejoin within (classic), or did not give up its revoked partitions within (t
 protocol), is its `max.poll.interval.ms` (only dynamic members are removed so by the classic
 coordinator); a static member's id replaced by another process with its `group.instance.id` is
 fenced (its commits are answered FENCED_INSTANCE_ID), and a crash or poll timeout that came
-first keeps its own label."""
+first keeps its own label. A classic member inside a consumer group (3.8+) is fenced by its
+join or sync timeout, each its rebalance timeout, instead."""
 _RECONCILE_BUG_VERSIONS = ((3, 7, 0), (4, 0, 0))
 """KAFKA-16460: the consumer protocol's client commits before marking the revoked partitions
 pending revocation from 3.7 (its first release) until 4.0."""

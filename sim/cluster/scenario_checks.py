@@ -60,14 +60,23 @@ def check_group_protocols(
             msg = f"{source}: [[consumers]] #{i + 1}: {exc}"
             raise ScenarioError(msg) from None
         first = first_of_group.setdefault(entry["group.id"], i)
-        if consumers[first]["group.protocol"] != entry["group.protocol"]:
+        if consumers[first]["group.protocol"] == entry["group.protocol"]:
+            continue
+        # A group of both protocols: classic members inside a consumer group (3.8+).
+        mixed = f"[[consumers]] #{first + 1} of the same group.id {entry['group.id']!r} uses {consumers[first]['group.protocol']!r}"
+        if not profile.classic_members_in_consumer_groups:
             msg = (
-                f"{source}: [[consumers]] #{i + 1}: group.protocol: {entry['group.protocol']!r}, but "
-                f"[[consumers]] #{first + 1} of the same group.id {entry['group.id']!r} uses "
-                f"{consumers[first]['group.protocol']!r}: a group of both protocols (KIP-848's online "
-                "migration of a classic group, classic members inside a consumer group) is not modelled yet"
+                f"{source}: [[consumers]] #{i + 1}: group.protocol: {entry['group.protocol']!r}, but {mixed}: "
+                f"a group of both protocols needs Kafka 3.8 or later (KIP-848's online migration; the version is {profile.name})"
             )
             raise ScenarioError(msg)
+        for j in (first, i):
+            if consumers[j].get("group.instance.id") is not None:
+                msg = (
+                    f"{source}: [[consumers]] #{j + 1}: group.instance.id: {consumers[j]['group.instance.id']!r}, in a "
+                    f"group of both protocols ({mixed}): static members of a migrating group are not modelled"
+                )
+                raise ScenarioError(msg)
 
 
 def replica_assignment(topic: dict[str, Any], brokers: int) -> list[list[int]]:

@@ -355,14 +355,15 @@ def test_commit_needs_the_members_current_epoch(cluster: Cluster) -> None:
     assert fetched.topics[0].partitions[0].committed_offset == 20
 
 
-def test_classic_requests_to_a_consumer_group_get_group_id_not_found(cluster: Cluster) -> None:
-    """No online migration between the protocols: a classic Heartbeat naming the consumer group
-    is GROUP_ID_NOT_FOUND."""
+def test_classic_heartbeat_of_a_consumer_protocol_member_is_unknown_member_id(cluster: Cluster) -> None:
+    """A classic Heartbeat naming the consumer group reaches it (3.8+), but its member speaks the
+    consumer protocol: UNKNOWN_MEMBER_ID (`throwIfMemberDoesNotUseClassicProtocol`; 3.7's
+    GROUP_ID_NOT_FOUND is in test_consumer_protocol_migration.py)."""
     _, (a,) = start(cluster, "a")
     a.send(1000, COORD, join("A"))
     a.send(1100, COORD, HeartbeatRequest(GROUP, 1, "A"))
     cluster.run(until_ms=1200)
-    assert a.answers(HeartbeatResponse) == [(1102, HeartbeatResponse(E.GROUP_ID_NOT_FOUND))]
+    assert a.answers(HeartbeatResponse) == [(1102, HeartbeatResponse(E.UNKNOWN_MEMBER_ID))]
 
 
 # ----------------------------------------------------------------------------- failover

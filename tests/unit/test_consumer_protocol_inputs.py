@@ -69,18 +69,27 @@ def test_a_remote_assignor_beside_the_classic_protocol_is_refused_from_3_9(versi
         assert _parse(consumer, version=version).consumers[0]["group.remote.assignor"] == "range"
 
 
-def test_one_group_of_both_protocols_is_refused_as_not_modelled() -> None:
-    """A classic consumer and a consumer-protocol consumer of one group.id would need KIP-848's
-    online migration or classic members inside a consumer group: refused in one line."""
+def test_one_group_of_both_protocols_needs_3_8() -> None:
+    """A classic consumer and a consumer-protocol consumer of one group.id need classic members
+    inside a consumer group (KIP-848's online migration, 3.8+): refused in one line for 3.7,
+    run from 3.8; a static member of such a group is refused as not modelled."""
+    broker = '"group.coordinator.rebalance.protocols" = ["classic", "consumer"]'
     expected = (
         "s.toml: [[consumers]] #2: group.protocol: 'classic', but [[consumers]] #1 of the same group.id "
-        "'group-1' uses 'consumer': a group of both protocols (KIP-848's online migration of a classic "
-        "group, classic members inside a consumer group) is not modelled yet"
+        "'group-1' uses 'consumer': a group of both protocols needs Kafka 3.8 or later (KIP-848's online "
+        "migration; the version is 3.7)"
     )
-    assert _error(CONSUMER, "") == expected
-    assert "[[consumers]] #2: group.protocol: 'consumer', but [[consumers]] #1" in _error("", CONSUMER)
-    # Two groups, one of each protocol, are fine.
-    scenario = _parse(CONSUMER, 'group.id = "other"')
+    assert _error(CONSUMER, "", version="3.7", broker=broker) == expected
+    assert "[[consumers]] #2: group.protocol: 'consumer', but [[consumers]] #1" in _error("", CONSUMER, version="3.7", broker=broker)
+    for version in ("3.8", "4.0"):
+        mixed = _parse(CONSUMER, "", version=version, broker=broker)
+        assert [c["group.protocol"] for c in mixed.consumers] == ["consumer", "classic"]
+    assert _error(CONSUMER, 'group.instance.id = "i2"') == (
+        "s.toml: [[consumers]] #2: group.instance.id: 'i2', in a group of both protocols ([[consumers]] #1 of the "
+        "same group.id 'group-1' uses 'consumer'): static members of a migrating group are not modelled"
+    )
+    # Two groups, one of each protocol, are fine in every version.
+    scenario = _parse(CONSUMER, 'group.id = "other"', version="3.7", broker=broker)
     assert [c["group.protocol"] for c in scenario.consumers] == ["consumer", "classic"]
 
 
