@@ -116,8 +116,10 @@ def check(broker: dict[str, Any], profile: Profile) -> None:
         raise SettingError(msg)
     # 3.7 to 3.9 serve `consumer` only in a KRaft cluster (`KafkaConfig`). The simulator's
     # brokers stand in for one here, as they do for 4.x, which has no ZooKeeper mode at all.
+    # Before 3.8 there is no migration, which is what `disabled` says: a resolved scenario that
+    # writes that value back out stays valid for every version.
     policy = broker.get("group.consumer.migration.policy")
-    if policy is not None and not profile.classic_members_in_consumer_groups:
+    if policy not in (None, "disabled") and not profile.classic_members_in_consumer_groups:
         msg = f"group.consumer.migration.policy: {policy!r} needs Kafka 3.8 or later (KIP-848's online migration; the version is {profile.name})"
         raise SettingError(msg)
     assignors = broker["group.consumer.assignors"]

@@ -97,3 +97,16 @@ def test_the_consumer_protocols_session_timeout_is_bounded() -> None:
     assert _error(CONSUMER, CONSUMER, broker='"group.consumer.session.timeout.ms" = 1000') == (
         "s.toml: [broker]: group.consumer.session.timeout.ms: must be at least 45000, got 1000"
     )
+
+
+def test_the_migration_policy_before_3_8_is_only_disabled_and_a_resolved_scenario_round_trips() -> None:
+    """Before 3.8 there is no online migration: `disabled` says so and is accepted (a resolved
+    scenario writes every key back out, the policy's default included), any other value is one
+    line naming the key and the version."""
+    assert _error(broker='"group.consumer.migration.policy" = "upgrade"', version="3.7") == (
+        "s.toml: [broker]: group.consumer.migration.policy: 'upgrade' needs Kafka 3.8 or later "
+        "(KIP-848's online migration; the version is 3.7)"
+    )
+    for version in ("2.8", "3.7", "3.9", "4.0"):
+        resolved = _parse(version=version).to_toml()
+        assert parse_scenario(resolved, "s.toml").to_toml() == resolved
