@@ -363,6 +363,10 @@ class OffsetFetchRequest:
     group_id: str
     topics: tuple[TopicPartitions, ...]
     require_stable: bool = True
+    member_id: str | None = None
+    """v9 (KIP-848): a consumer-protocol member's id and epoch, which a consumer group checks;
+    None and -1 from anyone else (a classic consumer, an admin tool)."""
+    member_epoch: int = -1
 
 
 # --------------------------------------------------------------------------- inside a broker node

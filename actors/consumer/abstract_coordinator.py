@@ -121,6 +121,9 @@ class AbstractCoordinator(ABC):
         m = self.member
         return Generation(m.generation_id, m.member_id) if m.state is MemberState.STABLE else None
 
+    def offset_fetch_member(self) -> tuple[str | None, int]:
+        return None, -1  # ConsumerCoordinator's OffsetFetch names no member
+
     def rebalance_in_progress(self) -> bool:
         return self.member.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
 

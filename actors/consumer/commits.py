@@ -335,7 +335,8 @@ class CommitRequestManager:
         coordinator = self.membership.coordinator
         if not missing or self.offset_fetch_in_flight is not None or coordinator is None:
             return
-        request = OffsetFetchRequest(self.config.group_id, by_topic(missing))
+        member_id, member_epoch = self.membership.offset_fetch_member()
+        request = OffsetFetchRequest(self.config.group_id, by_topic(missing), member_id=member_id, member_epoch=member_epoch)
         self.offset_fetch_in_flight = self.network.send_to_coordinator(
             out, coordinator, "offset_fetch", request, on_failure=self._offset_fetch_failed
         )
@@ -346,6 +347,12 @@ class CommitRequestManager:
         self.offset_fetch_in_flight = None
         if resp.error_code in COORDINATOR_ERRORS:
             self.membership.mark_coordinator_unknown(out, resp.error_code.name, "OffsetFetch")
+            return
+        if resp.error_code in OFFSET_FETCH_MEMBER_ERRORS:
+            # 3.9's AsyncKafkaConsumer throws these out of poll(); the application here catches
+            # them and polls again, which asks again with the member's epoch of then.
+            member_id = self.membership.member_id
+            out.emit("offset_fetch_failed", group_id=self.config.group_id, member_id=member_id, error=resp.error_code.name)
             return
         if resp.error_code is not ErrorCode.NONE:
             return  # retried in the next poll
@@ -364,6 +371,10 @@ class CommitRequestManager:
 
     def _offset_fetch_failed(self, out: Out, correlation_id: int, request: InFlight, error: str) -> None:
         self.offset_fetch_in_flight = None
+
+
+OFFSET_FETCH_MEMBER_ERRORS = frozenset({ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID})
+"""A consumer group's answers to an OffsetFetch naming a member it does not have at that epoch."""
 
 
 def _offsets(offsets: Offsets) -> list[list[Any]]:

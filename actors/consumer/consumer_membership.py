@@ -124,6 +124,11 @@ class ConsumerMembershipManager(Reconciler, MemberLeaving):
             return Generation(self.member_epoch, self._member_id)
         return Generation(-1, "")
 
+    def offset_fetch_member(self) -> tuple[str | None, int]:
+        """`CommitRequestManager.MemberInfo`: set while the member epoch is positive, emptied
+        when it falls to 0 or below (`onMemberEpochUpdated`)."""
+        return (self._member_id, self.member_epoch) if self.member_epoch > 0 else (None, -1)
+
     def rebalance_in_progress(self) -> bool:
         return self.state in (MemberState.RECONCILING, MemberState.ACKNOWLEDGING)
 

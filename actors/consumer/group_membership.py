@@ -51,6 +51,10 @@ class GroupMembership(Protocol):
         """`generationIfStable`: the generation a commit carries; None while the member is not
         STABLE, and then the commit fails in the client without being sent."""
 
+    def offset_fetch_member(self) -> tuple[str | None, int]:
+        """The member id and epoch an OffsetFetch carries (v9's `MemberInfo`); None and -1 when
+        it names no member."""
+
     def rebalance_in_progress(self) -> bool:
         """`rebalanceInProgress`: tells a commit's RebalanceInProgressException (True) from its
         CommitFailedException (out of any generation)."""

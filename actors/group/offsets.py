@@ -16,8 +16,9 @@ answered with its last applied offset: the pending commit is invisible.
 A commit to a consumer group (KIP-848) is checked by `epochs.offset_commit_error`: the member
 must be known (UNKNOWN_MEMBER_ID) and name its current member epoch in the generation field
 (STALE_MEMBER_EPOCH); epoch -1 from outside the group is stored only while it has no members.
-It does not count as a heartbeat. OffsetFetch answers a consumer group's offsets as a classic
-group's (OffsetFetch v9's member-epoch check is left out).
+It does not count as a heartbeat. OffsetFetch to a consumer group is checked the same way
+(`epochs.offset_fetch_error`, v9): a request naming a member must name a known one at its
+current epoch; one naming nobody (epoch -1) is answered, as an admin tool's is.
 
 Retention runs every `offsets.retention.check.interval.ms`: expired offsets (`rules.expired_offsets`)
 leave the cache and get tombstones (acks=0, as Kafka writes them), and an Empty group left with
@@ -31,6 +32,7 @@ from actors.group.consumer_group import ConsumerGroup
 from actors.group.consumer_protocol.epochs import CommitMember
 from actors.group.consumer_protocol.states import ConsumerGroupState
 from actors.group.consumer_protocol.epochs import offset_commit_error as consumer_commit_error
+from actors.group.consumer_protocol.epochs import offset_fetch_error as consumer_fetch_error
 from actors.group.consumer_records import group_tombstone as consumer_group_tombstone
 from actors.group.manager import GroupManager, PendingCommit, timer_key
 from actors.group.records import group_tombstone, offset_record, offset_tombstone
@@ -64,8 +66,7 @@ def on_offset_commit(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req:
     error = m.status_error(req.group_id, offsets_api=True)
     consumer = m.consumer_group(req.group_id)
     if error is E.NONE and consumer is not None:
-        members = {mm.member_id: CommitMember(mm.member_epoch, mm.classic is not None) for mm in consumer.sorted_members()}
-        error = consumer_commit_error(members, req.member_id, req.generation_id)
+        error = consumer_commit_error(_commit_members(consumer), req.member_id, req.generation_id)
         if error is E.NONE:
             _stage(m, ctx, out, inbound, req, consumer, offsets, consumer.state.value)
             return
@@ -83,6 +84,11 @@ def on_offset_commit(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req:
     if group.state in (S.STABLE, S.PREPARING_REBALANCE):
         m.schedule_session(out, group, group.members[req.member_id])
     _stage(m, ctx, out, inbound, req, group, offsets, group.state.value)
+
+
+def _commit_members(group: ConsumerGroup) -> dict[str, CommitMember]:
+    """What the commit and fetch checks read of a consumer group's members."""
+    return {mm.member_id: CommitMember(mm.member_epoch, mm.classic is not None) for mm in group.sorted_members()}
 
 
 def _stage(
@@ -153,6 +159,9 @@ def on_offset_fetch(m: GroupManager, out: Out, inbound: Inbound, req: OffsetFetc
     """`handleFetchOffsets`/`getOffsets`: the applied offsets of the partitions asked for (all
     of the group's when none are named), -1 where there is none."""
     error = m.status_error(req.group_id, offsets_api=True)
+    consumer = m.consumer_group(req.group_id)
+    if error is E.NONE and consumer is not None:
+        error = consumer_fetch_error(_commit_members(consumer), req.member_id, req.member_epoch)
     if error is not E.NONE:
         out.reply(inbound, OffsetFetchResponse(error))
         return

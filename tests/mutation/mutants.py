@@ -1977,4 +1977,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "        updated = reconcile_member(m, out, group, updated, {})\n",
         ("tests/scenarios/test_consumer_protocol_migration.py::test_a_cooperative_classic_member_revokes_before_its_partition_moves",),
     ),
+    Mutant(
+        "offset_fetch_member_epoch_unchecked",
+        "OffsetFetch v9 to a consumer group names a known member at its current epoch or nobody (ConsumerGroup.validateOffsetFetch): STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID",
+        "actors/group/offsets.py",
+        "        error = consumer_fetch_error(_commit_members(consumer), req.member_id, req.member_epoch)\n",
+        "        pass\n",
+        ("tests/scenarios/test_consumer_group_coordinator.py::test_offset_fetch_names_the_members_current_epoch_or_nobody",),
+    ),
+    Mutant(
+        "offset_fetch_names_no_member",
+        "a consumer-protocol member's OffsetFetch carries its member id and epoch while the epoch is positive (CommitRequestManager.MemberInfo)",
+        "actors/consumer/consumer_membership.py",
+        "return (self._member_id, self.member_epoch) if self.member_epoch > 0 else (None, -1)",
+        "return (None, -1)",
+        ("tests/scenarios/test_consumer_protocol_client.py::test_offset_fetch_names_the_member_and_its_epoch_and_a_refusal_is_asked_again",),
+    ),
 )

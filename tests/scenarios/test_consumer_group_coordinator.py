@@ -355,6 +355,29 @@ def test_commit_needs_the_members_current_epoch(cluster: Cluster) -> None:
     assert fetched.topics[0].partitions[0].committed_offset == 20
 
 
+def test_offset_fetch_names_the_members_current_epoch_or_nobody(cluster: Cluster) -> None:
+    """OffsetFetch v9 (`ConsumerGroup.validateOffsetFetch`): A at epoch 2 (B's join moved the
+    group on and A gave T-2 up) fetches at 2, is refused at its old epoch 1 (STALE_MEMBER_EPOCH),
+    an unknown member is UNKNOWN_MEMBER_ID, and a request naming nobody (an admin tool, a classic
+    consumer) is answered. Fetches change nothing: each is answered one round trip later."""
+    _, (a, b) = start(cluster, "a", "b")
+    a.send(1000, COORD, join("A"))
+    a.send(1100, COORD, commit("A", 1, 10))
+    b.send(1200, COORD, join("B"))
+    a.send(1300, COORD, beat("A", 1, 0, 1))
+    partitions = (TopicPartitions("T", (0,)),)
+    for at, member, epoch in ((1400, "A", 2), (1500, "A", 1), (1600, "Z", 2), (1700, None, -1)):
+        a.send(at, COORD, OffsetFetchRequest(GROUP, partitions, member_id=member, member_epoch=epoch))
+    cluster.run(until_ms=1800)
+    answers = [(t, m.error_code, [p.committed_offset for t_ in m.topics for p in t_.partitions]) for t, m in a.answers(OffsetFetchResponse)]
+    assert answers == [
+        (1402, E.NONE, [10]),
+        (1502, E.STALE_MEMBER_EPOCH, []),
+        (1602, E.UNKNOWN_MEMBER_ID, []),
+        (1702, E.NONE, [10]),
+    ]
+
+
 def test_classic_heartbeat_of_a_consumer_protocol_member_is_unknown_member_id(cluster: Cluster) -> None:
     """A classic Heartbeat naming the consumer group reaches it (3.8+), but its member speaks the
     consumer protocol: UNKNOWN_MEMBER_ID (`throwIfMemberDoesNotUseClassicProtocol`; 3.7's

@@ -96,10 +96,13 @@ class Driver:
         cfg: ConsumerConfig,
         heartbeat: Callable[[Driver, ConsumerGroupHeartbeatRequest], ConsumerGroupHeartbeatResponse | None],
         commit: Callable[[Driver, OffsetCommitRequest], tuple[ErrorCode, int]] | None = None,
+        offset_fetch: Callable[[Driver, OffsetFetchRequest], ErrorCode] | None = None,
     ) -> None:
         self.consumer = Consumer(cfg)
         self.heartbeat_script = heartbeat
         self.commit_script = commit or (lambda _d, _r: (ErrorCode.NONE, RTT))
+        self.offset_fetch_script = offset_fetch or (lambda _d, _r: ErrorCode.NONE)
+        self.offset_fetches: list[tuple[int, OffsetFetchRequest]] = []
         self.now = 0
         self.seq = 0
         self.timers: dict[str, tuple[int, int]] = {}
@@ -143,6 +146,11 @@ class Driver:
             answers = tuple(ListOffsetsPartitionResponse(p.topic, p.partition, ErrorCode.NONE, 0, 0) for p in m.partitions)
             self._deliver(RTT, send.dst, ListOffsetsResponse(answers), cid)
         elif isinstance(m, OffsetFetchRequest):
+            self.offset_fetches.append((self.now, m))
+            error = self.offset_fetch_script(self, m)
+            if error is not ErrorCode.NONE:
+                self._deliver(RTT, send.dst, OffsetFetchResponse(error), cid)
+                return
             topics = tuple(
                 OffsetFetchTopic(t.topic, tuple(OffsetFetchPartition(p, self.committed.get((t.topic, p), -1)) for p in t.partitions))
                 for t in m.topics
@@ -390,6 +398,26 @@ def test_3_9_auto_commits_in_the_background_what_the_application_has_not_process
 
 
 # --------------------------------------------------------------------------- errors
+
+
+def test_offset_fetch_names_the_member_and_its_epoch_and_a_refusal_is_asked_again() -> None:
+    """OffsetFetch v9 carries `MemberInfo`: the member id and epoch once the epoch is positive.
+    The first, right after the assignment at 20 ms, is refused STALE_MEMBER_EPOCH (as if the
+    group had moved on); 3.9 throws it out of poll(), the application polls again, which asks
+    again at once, and the positions come from the committed offsets."""
+
+    def refuse_first(d: Driver, r: OffsetFetchRequest) -> ErrorCode:
+        return ErrorCode.STALE_MEMBER_EPOCH if len(d.offset_fetches) == 1 else ErrorCode.NONE
+
+    d = Driver(config(), group(), offset_fetch=refuse_first)
+    d.committed.update({("T", 0): 40, ("T", 1): 70})
+    d.run(1_000)
+    asked = [(t, r.member_id, r.member_epoch, r.topics) for t, r in d.offset_fetches]
+    assert [a[1:] for a in asked] == [("m-1", 1, BOTH), ("m-1", 1, BOTH)]
+    assert [a[0] for a in asked] == [20, 30]  # the refusal's poll asks again at once
+    assert [(e["ts_ms"], e["error"], e["member_id"]) for e in d.where("offset_fetch_failed")] == [(30, "STALE_MEMBER_EPOCH", "m-1")]
+    positions = [(e["partition"], e["offset"], e["source"]) for e in d.where("fetch_position_set")]
+    assert positions == [(0, 40, "committed"), (1, 70, "committed")]
 
 
 def test_a_fatal_error_stops_the_consumer() -> None:

@@ -66,6 +66,23 @@ def offset_commit_error(
         return ErrorCode.UNKNOWN_MEMBER_ID
     if not member.uses_classic_protocol and api_version < OFFSET_COMMIT_MIN_VERSION:
         return ErrorCode.UNSUPPORTED_VERSION
+    return _epoch_error(member, member_epoch)
+
+
+def offset_fetch_error(members: Mapping[str, CommitMember], member_id: str | None, member_epoch: int) -> ErrorCode:
+    """`ConsumerGroup.validateOffsetFetch` (OffsetFetch v9): no member id and a negative epoch
+    (an admin tool, a classic consumer, a member between two memberships) is answered; a member
+    must be known and name exactly its current epoch."""
+    if member_id is None and member_epoch < 0:
+        return ErrorCode.NONE
+    member = members.get(member_id or "")
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    return _epoch_error(member, member_epoch)
+
+
+def _epoch_error(member: CommitMember, member_epoch: int) -> ErrorCode:
+    """`validateMemberEpoch`: a classic member's generation is its epoch."""
     if member_epoch != member.member_epoch:
         return ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE
