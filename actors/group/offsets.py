@@ -2,8 +2,10 @@
 `handleFetchOffsets`, `GroupMetadataManager.storeOffsets`, `getOffsets` and
 `cleanupGroupMetadata`, 3.9).
 
-A valid commit is staged (`prepareOffsetCommit`) and appended with acks=-1; it becomes visible to
-OffsetFetch only once the append succeeds, and the client is answered then. A failed append
+An OffsetCommit naming no partition never reaches the coordinator: the broker answers it at
+once with an empty response (`KafkaApis.handleOffsetCommitRequest`). A valid commit is staged
+(`prepareOffsetCommit`) and appended with acks=-1; it becomes visible to OffsetFetch only once
+the append succeeds, and the client is answered then. A failed append
 drops the staged offset, though its record may already be in the log and come back when a new
 coordinator loads the partition. A commit in Stable or PreparingRebalance also counts as the
 member's heartbeat.
@@ -55,6 +57,11 @@ E = ErrorCode
 
 
 def on_offset_commit(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: OffsetCommitRequest) -> None:
+    if not any(t.partitions for t in req.topics):
+        # `KafkaApis.handleOffsetCommitRequest` answers a request with no partition at once,
+        # empty, without the coordinator: no validation, no heartbeat, nothing logged.
+        out.reply(inbound, OffsetCommitResponse(()))
+        return
     offsets = [
         (TopicPartition(t.name, p.partition), p.committed_offset, p.committed_leader_epoch)
         for t in req.topics
@@ -96,9 +103,6 @@ def _stage(
     state: str,
 ) -> None:
     """`prepareOffsetCommit`, then the append; its answer waits for the append."""
-    if not offsets:
-        _answer(out, inbound, req.group_id, req.member_id, req.generation_id, offsets, E.NONE)
-        return  # nothing to write
     values = []
     for tp, offset, leader_epoch in offsets:
         values.append(offset_record(group.group_id, tp, offset, leader_epoch, ctx.now_ms))

@@ -1848,4 +1848,31 @@ MUTANTS: tuple[Mutant, ...] = (
         "enabled = tuple(kind for kind in kinds if rng.random() < 2)",
         ("tests/unit/test_campaign_plan.py::test_a_seed_enables_a_subset_of_the_kinds",),
     ),
+    Mutant(
+        "empty_offset_commit_reaches_the_coordinator",
+        "KafkaApis.handleOffsetCommitRequest answers an OffsetCommit naming no partition at once, empty, without the group coordinator: it is neither validated nor a heartbeat",
+        "actors/group/offsets.py",
+        "    if not any(t.partitions for t in req.topics):\n",
+        "    if not any(t.partitions for t in req.topics) and req.member_id == '':\n",
+        ("tests/scenarios/test_empty_commits.py::test_an_offset_commit_naming_no_partition_is_answered_empty_and_is_no_heartbeat",),
+    ),
+    Mutant(
+        "classic_consumer_sends_empty_commit_sync",
+        "the classic ConsumerCoordinator.commitOffsetsSync sends no OffsetCommit for no offsets",
+        "actors/consumer/commits.py",
+        "        if not offsets and self.config.group_protocol == \"classic\":\n",
+        "        if not offsets and self.config.group_protocol == \"none\":\n",
+        (
+            "tests/scenarios/test_empty_commits.py::test_from_3_6_a_revocation_that_commits_nothing_sends_nothing_and_waits_for_the_async_commit",
+            "tests/scenarios/test_empty_commits.py::test_before_3_6_a_revocation_that_commits_nothing_returns_at_once",
+        ),
+    ),
+    Mutant(
+        "empty_commit_sync_ignores_async_commits_in_flight",
+        "KAFKA-10337 (3.6): commitSync of no offsets waits for the asynchronous commits in flight (ConsumerCoordinator.invokePendingAsyncCommits)",
+        "actors/consumer/commits.py",
+        "        if self.async_in_flight and self.config.empty_commit_sync_awaits_async:\n",
+        "        if self.async_in_flight and not self.config.empty_commit_sync_awaits_async:\n",
+        ("tests/scenarios/test_empty_commits.py::test_from_3_6_a_revocation_that_commits_nothing_sends_nothing_and_waits_for_the_async_commit",),
+    ),
 )
