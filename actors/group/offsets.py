@@ -85,7 +85,8 @@ def on_offset_commit(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req:
             unmanaged_to_empty=m.config.profile.unmanaged_commit_to_empty_group,
         )
     if error is not E.NONE or group is None:
-        _answer(out, inbound, req.group_id, req.member_id, req.generation_id, offsets, error)
+        epoch = m.owned.get(m.partition_for(req.group_id))
+        _answer(out, inbound, req.group_id, req.member_id, req.generation_id, offsets, error, coordinator_epoch=epoch)
         return
     if group.state in (S.STABLE, S.PREPARING_REBALANCE):
         m.schedule_session(out, group, group.members[req.member_id])
@@ -107,7 +108,8 @@ def _stage(
     for tp, offset, leader_epoch in offsets:
         values.append(offset_record(group.group_id, tp, offset, leader_epoch, ctx.now_ms))
         group.pending_offset_commits[tp] = (offset, leader_epoch, ctx.now_ms)
-    pending = PendingCommit(group, inbound, req.member_id, req.generation_id, offsets, ctx.now_ms, state)
+    epoch = m.owned.get(m.partition_for(group.group_id))
+    pending = PendingCommit(group, inbound, req.member_id, req.generation_id, offsets, ctx.now_ms, state, epoch)
     m.append(out, group.group_id, tuple(values), pending)
 
 
@@ -127,7 +129,7 @@ def on_commit_appended(out: Out, commit: PendingCommit, append_error: ErrorCode,
     error = store_offsets_error(append_error)
     _answer(
         out, commit.inbound, group.group_id, commit.member_id, commit.generation_id, commit.offsets, error,
-        commit.group_state,
+        commit.group_state, commit.coordinator_epoch,
     )
 
 
@@ -140,6 +142,7 @@ def _answer(
     offsets: list[tuple[TopicPartition, int, int]],
     error: ErrorCode,
     group_state: str | None = None,
+    coordinator_epoch: int | None = None,
 ) -> None:
     out.reply(inbound, OffsetCommitResponse(tuple(PartitionError(tp.topic, tp.partition, error) for tp, _, _ in offsets)))
     out.emit(
@@ -150,6 +153,7 @@ def _answer(
         offsets=sorted([tp.topic, tp.partition, offset] for tp, offset, _ in offsets),
         error=error.name,
         group_state=group_state,
+        coordinator_epoch=coordinator_epoch,
     )
 
 

@@ -1875,4 +1875,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "        if self.async_in_flight and not self.config.empty_commit_sync_awaits_async:\n",
         ("tests/scenarios/test_empty_commits.py::test_from_3_6_a_revocation_that_commits_nothing_sends_nothing_and_waits_for_the_async_commit",),
     ),
+    Mutant(
+        "late_old_epoch_commit_orders_by_answer",
+        "a group's committed offset follows the order of its commit records in __consumer_offsets: an old leader epoch's append answered late (DelayedProduce completed after a pause) is earlier in the log than the new coordinator's commits",
+        "sim/cluster/group_invariants.py",
+        "            if epoch < before_epoch:\n",
+        "            if epoch < before_epoch < 0:\n",
+        ("tests/scenarios/test_coordinator_pause.py::test_an_old_leaders_commit_answered_late_does_not_move_the_groups_offset_back",),
+    ),
+    Mutant(
+        "commit_logged_without_its_coordinator_epoch",
+        "a commit's records are appended in the leader epoch its coordinator loaded the group's partition in (GroupMetadataManager's coordinator epoch)",
+        "actors/group/offsets.py",
+        "    epoch = m.owned.get(m.partition_for(group.group_id))\n",
+        "    epoch = None\n",
+        ("tests/scenarios/test_coordinator_pause.py::test_an_old_leaders_commit_answered_late_does_not_move_the_groups_offset_back",),
+    ),
 )
