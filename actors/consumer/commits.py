@@ -203,7 +203,7 @@ class CommitRequestManager:
             return  # the next asynchronous commit's answer looks again
         self._commit_answered(out, commit_id, "NONE", ErrorCode.NONE)
 
-    def _empty_sync_woken(self, out: Out, answered: int) -> None:
+    def _empty_sync_woken(self, out: Out) -> None:
         """An asynchronous commit was answered while a synchronous commit of nothing waits."""
         commit = self.commits.get(self.sync_commit)
         if commit is None or commit.offsets or commit.error is not None or self.empty_sync_sleeping:
@@ -367,7 +367,7 @@ class CommitRequestManager:
         if self.on_answered is not None:
             self.on_answered(out, commit)
         if self.sync_commit is not None and commit_id != self.sync_commit:
-            self._empty_sync_woken(out, commit_id)
+            self._empty_sync_woken(out)
         self._prune_commits()
 
     def _prune_commits(self) -> None:
