@@ -1907,4 +1907,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "        if not member.lost_unflushed or member.length >= 0:\n",
         ("tests/scenarios/test_lost_unflushed_in_isr.py::test_a_follower_back_from_a_power_loss_in_the_isr_is_kafkas_known_gap_not_a_violation", "tests/properties/test_swarm.py::test_the_swarm_finds_what_an_unsafe_configuration_loses[power_loss_2.4]"),
     ),
+    Mutant(
+        "close_marks_its_listener_step_after_the_commit",
+        "close() runs onPartitionsRevoked once (ConsumerCoordinator.onLeavePrepare): its commitSync may complete in the client, so the step is marked under way before the commit",
+        "actors/consumer/leaving.py",
+        "            self.close_phase = \"revoke\"  # first: a commit of nothing completes at once\n            self._listener_commit(out, then=\"close\")\n",
+        "            self._listener_commit(out, then=\"close\")\n            self.close_phase = \"revoke\"\n",
+        ("tests/scenarios/test_empty_commits.py::test_leaving_with_nothing_processed_commits_nothing_and_leaves_at_once[close]",),
+    ),
 )

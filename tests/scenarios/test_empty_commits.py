@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from protocols.group import OffsetCommitRequest, OffsetCommitResponse
 from sim.cluster.harness import Client, Cluster
 from sim.cluster.scenario import parse_scenario
@@ -117,3 +119,45 @@ def test_an_offset_commit_naming_no_partition_is_answered_empty_and_is_no_heartb
     assert where(events, "offset_commit_completed") == []
     [removed] = where(events, "group_member_removed", member_id=member_id(clients["c1"]))
     assert (removed["ts_ms"], removed["reason"]) == (14305, "session_timeout")
+
+
+IDLE = """
+[[topics]]
+name = "E"
+partitions = 2
+"replication.factor" = 3
+
+[[consumers]]
+"group.id" = "idle"
+topics = ["E"]
+"enable.auto.commit" = false
+commit = "processed"
+"auto.offset.reset" = "earliest"
+
+[[faults]]
+kind = "{kind}"
+node = "consumer-1"
+"at.ms" = 6000
+"""
+
+
+@pytest.mark.parametrize("kind", ["close", "unsubscribe"])
+def test_leaving_with_nothing_processed_commits_nothing_and_leaves_at_once(kind: str) -> None:
+    """consumer-1 owns E-0 and E-1, which get no records. Its `close()` or `unsubscribe()` at
+    6000 runs `onPartitionsRevoked`, whose commitSync of nothing completes in the client, and
+    it sends its LeaveGroup in the same millisecond (it was a recursion without end: the
+    commit's completion ran the leaving step again before it was marked under way)."""
+    text = BASE.format(seed=1, duration=8000, records=10, version="3.9") + IDLE.format(kind=kind)
+    with Cluster(parse_scenario(text, "idle.toml")) as cluster:
+        events: list[dict[str, Any]] = []
+        cluster.kernel.observe(events.append)
+        cluster.run_to_end()
+    commits = [(e["ts_ms"], e["event"], e["kind"]) for e in events if e["event"].startswith("offset_commit_")]
+    assert commits == [(6000, "offset_commit_sent", "revoke"), (6000, "offset_commit_answered", "revoke")]
+    [revoked] = where(events, "partitions_revoked", node="consumer-1")
+    assert (revoked["ts_ms"], revoked["partitions"]) == (6000, ["E-0", "E-1"])
+    [left] = where(events, "group_member_removed", group_id="idle")
+    assert (left["ts_ms"], left["reason"]) == (6004, "leave")
+    # close() returns once its LeaveGroup is answered; unsubscribe() does not wait for it
+    done = ("consumer_closed", 6006) if kind == "close" else ("consumer_unsubscribed", 6000)
+    assert [e["ts_ms"] for e in where(events, done[0])] == [done[1]]
