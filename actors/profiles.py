@@ -127,6 +127,10 @@ class Profile:
     complete_after_whole_append: bool
     """KAFKA-8334 (2.7.0): a Produce completes the delayed operations of its partitions once
     every partition of the request is appended (`ActionQueue`), not after each append."""
+    empty_commit_sync_awaits_async: bool
+    """KAFKA-10337 (3.6.0): the classic consumer's `commitSync` of no offsets, which sends no
+    request, waits for the asynchronous commits in flight to be answered (before, it returned
+    at once)."""
     exponential_retry_backoff: bool
     """KIP-580 (3.7.0): the clients' retry back-off grows exponentially from `retry.backoff.ms`
     to `retry.backoff.max.ms`, with 20% jitter (before: a constant `retry.backoff.ms`)."""
@@ -214,6 +218,7 @@ class Profile:
             evict_last_joiners=v >= (2, 6, 0),
             ineligible_replicas=v >= (3, 3, 0),
             complete_after_whole_append=v >= (2, 7, 0),
+            empty_commit_sync_awaits_async=v >= (3, 6, 0),
             exponential_retry_backoff=v >= (3, 7, 0),
             consumer_group_protocol=v >= (3, 7, 0),
             classic_members_in_consumer_groups=v >= (3, 8, 0),

@@ -126,6 +126,11 @@ class CommitRequestManager:
         """When the synchronous commit's timer expires."""
         self.sync_attempts = 0
         """Its failed attempts so far (`attempts` in `commitOffsetsSync`, for KIP-580)."""
+        self.async_in_flight: set[int] = set()
+        """Asynchronous commits sent and not yet answered (`inFlightAsyncCommits`)."""
+        self.empty_sync_sleeping = False
+        """A synchronous commit of nothing sleeps its back-off between two looks at the
+        asynchronous commits it waits for."""
         self.join_prepare_commit: int | None = None
         self.revoke_commit: int | None = None
         self.async_commit_fenced = False
@@ -161,6 +166,11 @@ class CommitRequestManager:
         """Send an OffsetCommit (or fail it at once, as `sendOffsetCommitRequest` does when
         the member is not STABLE); returns its commit id."""
         commit = self._new_commit(out, kind, offsets, self.clock.now_ms)
+        if not offsets:
+            # `sendOffsetCommitRequest` completes a commit of nothing locally, member or not.
+            self._commit_answered(out, commit.commit_id, "NONE", ErrorCode.NONE)
+            return commit.commit_id
+        self.async_in_flight.add(commit.commit_id)
         self._send_commit(out, commit)
         return commit.commit_id
 
@@ -179,7 +189,33 @@ class CommitRequestManager:
             self.join_prepare_commit = commit.commit_id
         elif kind is CommitKind.REVOKE:
             self.revoke_commit = commit.commit_id
+        if not offsets and self.config.group_protocol == "classic":
+            self._empty_sync_look(out, commit.commit_id)
+            return
         self._send_commit(out, commit)
+
+    def _empty_sync_look(self, out: Out, commit_id: int) -> None:
+        """The classic `commitOffsetsSync` of nothing sends no request: it succeeds at once, or
+        from 3.6 (KAFKA-10337, `invokePendingAsyncCommits`) once the asynchronous commits in
+        flight are answered. It looks again after each answer, sleeping its back-off first if
+        some are still in flight; its timer bounds the wait."""
+        if self.async_in_flight and self.config.empty_commit_sync_awaits_async:
+            return  # the next asynchronous commit's answer looks again
+        self._commit_answered(out, commit_id, "NONE", ErrorCode.NONE)
+
+    def _empty_sync_woken(self, out: Out) -> None:
+        """An asynchronous commit was answered while a synchronous commit of nothing waits."""
+        commit = self.commits.get(self.sync_commit)
+        if commit is None or commit.offsets or commit.error is not None or self.empty_sync_sleeping:
+            return
+        if not self.async_in_flight:
+            self._commit_answered(out, commit.commit_id, "NONE", ErrorCode.NONE)
+            return
+        remaining = self.sync_deadline_ms - self.clock.now_ms
+        backoff = self.membership.retry_backoff.backoff(self.sync_attempts)
+        self.sync_attempts += 1
+        self.empty_sync_sleeping = True
+        out.set_timer(f"commit-retry:{commit.commit_id}", min(backoff, remaining))
 
     def retry_commit(self, out: Out, commit_id: int) -> None:
         """commitSync sends the same offsets again after its back-off, while its timer runs
@@ -189,6 +225,10 @@ class CommitRequestManager:
             return
         if self.clock.now_ms >= self.sync_deadline_ms:
             self.sync_deadline_passed(out)
+            return
+        if not commit.offsets:
+            self.empty_sync_sleeping = False
+            self._empty_sync_look(out, commit_id)
             return
         retry = self._new_commit(out, commit.kind, commit.offsets, commit.started_ms)
         self.sync_commit = retry.commit_id
@@ -217,7 +257,13 @@ class CommitRequestManager:
     def _end_sync(self, out: Out) -> None:
         out.cancel_timer(f"commit-retry:{self.sync_commit}")
         out.cancel_timer("commit-deadline")
+        commit = self.commits.get(self.sync_commit)
         self.sync_commit = None
+        self.empty_sync_sleeping = False
+        if commit is not None and not commit.offsets and commit.error is None:
+            # A commit of nothing whose wait for the asynchronous commits ended unanswered:
+            # no request of it is in flight to answer it later.
+            self._commit_answered(out, commit.commit_id, TIMEOUT, None)
 
     def _new_commit(self, out: Out, kind: CommitKind, offsets: Offsets, started_ms: int) -> Commit:
         """Number and log a commit; `_send_commit` sends it. Apart, so that whoever waits for
@@ -277,6 +323,7 @@ class CommitRequestManager:
         if commit is None or commit.error is not None:
             return
         commit.error = outcome
+        self.async_in_flight.discard(commit_id)
         out.emit(
             "offset_commit_answered",
             group_id=cfg.group_id,
@@ -319,6 +366,8 @@ class CommitRequestManager:
             self.app.commit_completed(out)
         if self.on_answered is not None:
             self.on_answered(out, commit)
+        if self.sync_commit is not None and commit_id != self.sync_commit:
+            self._empty_sync_woken(out)
         self._prune_commits()
 
     def _prune_commits(self) -> None:

@@ -187,6 +187,11 @@ class ConsumerConfig:
         return _profile(self.version).reset_generation_on_sync_rebalance
 
     @property
+    def empty_commit_sync_awaits_async(self) -> bool:
+        """KAFKA-10337 (3.6): see `Profile.empty_commit_sync_awaits_async`."""
+        return _profile(self.version).empty_commit_sync_awaits_async
+
+    @property
     def client_generated_member_id(self) -> bool:
         """KIP-1082 (4.0): see `Profile.client_generated_member_id`."""
         return _profile(self.version).client_generated_member_id

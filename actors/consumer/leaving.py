@@ -68,8 +68,9 @@ class Leaving:
         that a process exiting after close() does not cut its LeaveGroup off. With
         `commit = on_revoke` the listener's commitSync comes first: its own call, on its own
         timer (`default.api.timeout.ms`), which close()'s timer does not cut short."""
-        if self.close_phase == "commit" and self._listener_commits(out, then="close"):
-            self.close_phase = "revoke"
+        if self.close_phase == "commit" and self._listener_commit_due():
+            self.close_phase = "revoke"  # first: a commit of nothing completes at once
+            self._listener_commit(out, then="close")
             return
         self.membership.leave_group(out, "close")
         self._stop(out)
@@ -103,25 +104,28 @@ class Leaving:
         LeaveGroup), what was processed since the last commit is processed again by the
         partitions' next owner."""
         member = self.membership.member_id
-        if not self.unsubscribing and self._listener_commits(out, then="unsubscribe"):
-            self.unsubscribing = True
+        if not self.unsubscribing and self._listener_commit_due():
+            self.unsubscribing = True  # first: a commit of nothing completes at once
+            self._listener_commit(out, then="unsubscribe")
             return
         self.membership.leave_group(out, "unsubscribe")
         out.emit("consumer_unsubscribed", group_id=self.config.group_id, member_id=member)
         self.membership.reset_generation_on_leave_group()
         self._stop(out)
 
-    def _listener_commits(self, out: Out, then: str) -> bool:
-        """With `commit = on_revoke`, the `onPartitionsRevoked` that `onLeavePrepare` is about
-        to call commits the partitions synchronously (`onPartitionsLost` does not): the commit
-        is made and the application waits for it, then goes on with `then`. True if it did."""
+    def _listener_commit_due(self) -> bool:
+        """With `commit = on_revoke` or `processed`, the `onPartitionsRevoked` that
+        `onLeavePrepare` is about to call commits the partitions synchronously
+        (`onPartitionsLost` does not)."""
         owned = self.subscriptions.owned()
-        if not self.config.app_commit.listener_commits or not owned or self.membership.partitions_lost_on_leave():
-            return False
-        offsets = self._revoked_offsets(out, owned, then)
+        return self.config.app_commit.listener_commits and bool(owned) and not self.membership.partitions_lost_on_leave()
+
+    def _listener_commit(self, out: Out, then: str) -> None:
+        """That commit: the application waits for it, then goes on with `then`, which runs
+        at once when the commit completes in the client (a commit of nothing)."""
+        offsets = self._revoked_offsets(out, self.subscriptions.owned(), then)
         if offsets is not None:
             self._commit_sync(out, CommitKind.REVOKE, offsets, then=then)
-        return True
 
     def revoked_offsets(self, out: Out, partitions: list[TopicPartition]) -> Offsets | None:
         return self._revoked_offsets(out, partitions, "poll")

@@ -82,6 +82,8 @@ class PendingCommit:
     commit_ms: int
     group_state: str = ""
     """The group's state when the commit was validated (it may change before the append ends)."""
+    coordinator_epoch: int | None = None
+    """The leader epoch of the group's partition this coordinator loaded it in: its records'."""
 
 
 @dataclass(slots=True)

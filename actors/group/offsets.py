@@ -2,8 +2,10 @@
 `handleFetchOffsets`, `GroupMetadataManager.storeOffsets`, `getOffsets` and
 `cleanupGroupMetadata`, 3.9).
 
-A valid commit is staged (`prepareOffsetCommit`) and appended with acks=-1; it becomes visible to
-OffsetFetch only once the append succeeds, and the client is answered then. A failed append
+An OffsetCommit naming no partition never reaches the coordinator: the broker answers it at
+once with an empty response (`KafkaApis.handleOffsetCommitRequest`). A valid commit is staged
+(`prepareOffsetCommit`) and appended with acks=-1; it becomes visible to OffsetFetch only once
+the append succeeds, and the client is answered then. A failed append
 drops the staged offset, though its record may already be in the log and come back when a new
 coordinator loads the partition. A commit in Stable or PreparingRebalance also counts as the
 member's heartbeat.
@@ -57,6 +59,11 @@ E = ErrorCode
 
 
 def on_offset_commit(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req: OffsetCommitRequest) -> None:
+    if not any(t.partitions for t in req.topics):
+        # `KafkaApis.handleOffsetCommitRequest` answers a request with no partition at once,
+        # empty, without the coordinator: no validation, no heartbeat, nothing logged.
+        out.reply(inbound, OffsetCommitResponse(()))
+        return
     offsets = [
         (TopicPartition(t.name, p.partition), p.committed_offset, p.committed_leader_epoch)
         for t in req.topics
@@ -79,7 +86,8 @@ def on_offset_commit(m: GroupManager, ctx: Ctx, out: Out, inbound: Inbound, req:
             unmanaged_to_empty=m.config.profile.unmanaged_commit_to_empty_group,
         )
     if error is not E.NONE or group is None:
-        _answer(out, inbound, req.group_id, req.member_id, req.generation_id, offsets, error)
+        epoch = m.owned.get(m.partition_for(req.group_id))
+        _answer(out, inbound, req.group_id, req.member_id, req.generation_id, offsets, error, coordinator_epoch=epoch)
         return
     if group.state in (S.STABLE, S.PREPARING_REBALANCE):
         m.schedule_session(out, group, group.members[req.member_id])
@@ -102,14 +110,12 @@ def _stage(
     state: str,
 ) -> None:
     """`prepareOffsetCommit`, then the append; its answer waits for the append."""
-    if not offsets:
-        _answer(out, inbound, req.group_id, req.member_id, req.generation_id, offsets, E.NONE)
-        return  # nothing to write
     values = []
     for tp, offset, leader_epoch in offsets:
         values.append(offset_record(group.group_id, tp, offset, leader_epoch, ctx.now_ms))
         group.pending_offset_commits[tp] = (offset, leader_epoch, ctx.now_ms)
-    pending = PendingCommit(group, inbound, req.member_id, req.generation_id, offsets, ctx.now_ms, state)
+    epoch = m.owned.get(m.partition_for(group.group_id))
+    pending = PendingCommit(group, inbound, req.member_id, req.generation_id, offsets, ctx.now_ms, state, epoch)
     m.append(out, group.group_id, tuple(values), pending)
 
 
@@ -129,7 +135,7 @@ def on_commit_appended(out: Out, commit: PendingCommit, append_error: ErrorCode,
     error = store_offsets_error(append_error)
     _answer(
         out, commit.inbound, group.group_id, commit.member_id, commit.generation_id, commit.offsets, error,
-        commit.group_state,
+        commit.group_state, commit.coordinator_epoch,
     )
 
 
@@ -142,6 +148,7 @@ def _answer(
     offsets: list[tuple[TopicPartition, int, int]],
     error: ErrorCode,
     group_state: str | None = None,
+    coordinator_epoch: int | None = None,
 ) -> None:
     out.reply(inbound, OffsetCommitResponse(tuple(PartitionError(tp.topic, tp.partition, error) for tp, _, _ in offsets)))
     out.emit(
@@ -152,6 +159,7 @@ def _answer(
         offsets=sorted([tp.topic, tp.partition, offset] for tp, offset, _ in offsets),
         error=error.name,
         group_state=group_state,
+        coordinator_epoch=coordinator_epoch,
     )
 
 

@@ -9,7 +9,13 @@ leaders have reported (a read past the HW).
 `monotonic_committed_offset`: a group's committed offset for a partition never moves back,
 unless a member reset its position (`auto.offset.reset`), the offsets expired or were deleted,
 or the commit came from outside the group (generation -1 with no member: an operator's reset,
-a standalone consumer).
+a standalone consumer). Commits are taken in the order of their records in `__consumer_offsets`:
+by the leader epoch they were appended in (`coordinator_epoch`), then by when they were
+answered, which within one epoch is the log's order (the HW completes appends in offset order).
+A commit answered NONE by a coordinator of an older epoch than one already seen is an old
+leader's append completed late: a coordinator paused past its failover whose followers had
+fetched the record before they moved to the new leader, so the new coordinator loaded it and
+wrote the later commits after it. It does not move the group's offset back.
 `cooperative_single_owner`: in a group whose members all rebalance COOPERATIVE (KIP-429), a
 partition is given to a member only once every other member that acts on its assignments has
 revoked it: a member assigned a partition another live member still holds is two owners at once.
@@ -59,7 +65,8 @@ class GroupInvariants:
         self._owners: dict[tuple[str, int], dict[str, str]] = {}
         self._generation_members: dict[tuple[str, int], set[str]] = {}
         self._max_hw: dict[str, int] = {}
-        self._committed: dict[Key, int] = {}
+        self._committed: dict[Key, tuple[int, int]] = {}
+        """(group, partition) -> (the leader epoch its last commit was appended in, its offset)."""
         self._reset: set[Key] = set()
         """Partitions a member reset since the group's last commit of them."""
         self._consumer_groups: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
@@ -210,9 +217,13 @@ class GroupInvariants:
                 )
             )
         outside = generation < 0 and not member  # the operator's reset, or a standalone client
+        epoch = e.get("coordinator_epoch")
+        epoch = -1 if epoch is None else epoch
         for topic, partition, offset in e["offsets"]:
             key = (e["group_id"], f"{topic}-{partition}")
-            before = self._committed.get(key, -1)
+            before_epoch, before = self._committed.get(key, (-1, -1))
+            if epoch < before_epoch:
+                continue  # an older epoch's record, answered late: earlier in the log
             if offset < before and key not in self._reset and not outside:
                 found.append(
                     Violation(
@@ -222,7 +233,7 @@ class GroupInvariants:
                         f"{key[0]} committed {key[1]} at {offset} after {before}",
                     )
                 )
-            self._committed[key] = offset
+            self._committed[key] = (epoch, offset)
             self._reset.discard(key)
         return found
 

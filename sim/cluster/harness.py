@@ -349,7 +349,8 @@ class Cluster(FaultMethods):
         producers = [self.state(f"producer-{i + 1}", "producer") for i in range(len(self.scenario.producers))]
         brokers = range(1, self.scenario.get("cluster", "brokers") + 1)
         figures, logs = log_figures(self.scenario.producers, producers, replica_logs(self.kernel, brokers))
-        known = {"known_bug_findings": list(self.group_invariants.findings)}
+        findings = sorted([*self.invariants.findings, *self.group_invariants.findings], key=lambda f: f["ts_ms"])
+        known = {"known_bug_findings": findings}
         shared = self.instance_ids.figures()
         anomalies = self.anomalies.figures()
         return {**figures, **self.groups.summary(), **self.skips.figures(logs), **anomalies, **shared, **known}

@@ -23,7 +23,16 @@ a replica's log start offset were deleted (retention): the checks compare replic
 the higher of their log starts. The events carry offsets only, so this costs no per-record
 logging. A replica whose shadow cannot be kept exactly
 (it started from a prepared disk, or restarted after a power or disk loss, where Kafka itself
-promises nothing: KIP-966) is left out until it is back in sync.
+promises nothing: KIP-966) is left out until an ISR expansion adds it back (an expansion that
+adds another broker says nothing of it).
+
+A broker that lost its unflushed records (a power or disk loss) comes back in ZooKeeper mode
+still listed in the ISR: its leader drops it only after `replica.lag.time.max.ms`, the
+controller only once its old ZooKeeper session expires, and until then it may be elected with
+records missing below the HW. That is Kafka's behaviour, the gap KIP-966's unclean-shutdown
+handling closes in KRaft, not the simulator's fault: such a replica back with fewer records
+than its leader's HW while in the ISR is a finding labelled `kip_966` (summary.json's
+`known_bug_findings`, once per replica, invariant and loss), not a violation.
 
 The end-of-run checks, on the final logs, are in `sim.cluster.log_checks`.
 """
@@ -81,6 +90,8 @@ class _Shadow:
     role: str = "offline"
     exact: bool = True
     """False: this replica's records are not known exactly (left out of the ISR checks)."""
+    lost_unflushed: bool = False
+    """It restarted after a power or disk loss and is not yet back in sync."""
 
     def cut(self, length: int) -> None:
         """Keep the records below `length`."""
@@ -137,6 +148,10 @@ class Invariants:
     _committed_isr: dict[PartitionKey, tuple[int, list[int]]] = field(default_factory=dict)
     """The quorum's ISR with its leader epoch: only the newest epoch's leader changes it (a
     deposed leader that wakes and reports its old ISR does not)."""
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    """Kafka's known behaviour the run showed (summary.json's `known_bug_findings`)."""
+    _found: set[tuple[str, int, str, str]] = field(default_factory=set)
+    """(topic, partition, replica node, invariant) already reported for the current loss."""
     _controllers: dict[int, int] = field(default_factory=dict)
     _controller_epoch: int = 0
     _partition_states: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -242,6 +257,7 @@ class Invariants:
 
     def _track_isr(self, event: Mapping[str, Any]) -> None:
         topic, partition, node = event["topic"], event["partition"], event["node"]
+        before = self._leader_isr.get((node, topic, partition), [])
         self._leader_isr[(node, topic, partition)] = list(event["isr"])
         epoch, _ = self._committed_isr.get((topic, partition), (-1, []))
         if event["leader_epoch"] >= epoch:
@@ -253,9 +269,14 @@ class Invariants:
             replicas = self._shadows.get((topic, partition), {})
             leader = replicas.get(node)
             for broker in event["isr"]:  # back in sync: its data is the leader's again
+                if broker in before:
+                    continue  # not added now: whatever it lost since, it has not caught up
                 member = replicas.get(_broker_node(broker))
                 if member is not None and leader is not None and leader.exact and not member.exact:
                     member.exact = leader.same_prefix(member, member.length)
+                    if member.exact:
+                        member.lost_unflushed = False
+                        self._forget_findings(topic, partition, _broker_node(broker))
 
     def _crashed(self, node: str, kind: str) -> None:
         for key in [k for k in self._leader_hw if k[0] == node]:
@@ -266,6 +287,7 @@ class Invariants:
                 shadow.role = "offline"  # a crashed broker presumes nothing
                 if kind != "process":
                     shadow.exact = False  # it loses what was not flushed
+                    shadow.lost_unflushed = True
 
     def _isr_data(self, event: Mapping[str, Any]) -> list[Violation]:
         """`WeakIsr` and `StrongIsr` for the event's partition, for every presumed leader."""
@@ -283,7 +305,10 @@ class Invariants:
             ):
                 for broker in isr:
                     member = replicas.get(_broker_node(broker))
-                    if member is None or not member.exact or member is leader:
+                    if member is None or member is leader:
+                        continue
+                    if not member.exact:
+                        self._lost_in_isr(event, invariant, node, leader, _broker_node(broker), member)
                         continue
                     same = agrees.get(broker)
                     if same is None:
@@ -295,6 +320,30 @@ class Invariants:
                         )
                         found.append(Violation(invariant, event["ts_ms"], event["node"], detail))
         return found
+
+    def _lost_in_isr(
+        self, event: Mapping[str, Any], invariant: str, node: str, leader: _Shadow, member_node: str, member: _Shadow
+    ) -> None:
+        """A replica back from a power or disk loss with fewer records than the HW while still
+        in the ISR: Kafka's known gap (KIP-966), reported once per loss."""
+        hw = leader.high_watermark
+        if not member.lost_unflushed or member.length >= hw:
+            return
+        topic, partition = event["topic"], event["partition"]
+        key = (topic, partition, member_node, invariant)
+        if key in self._found:
+            return
+        self._found.add(key)
+        detail = (
+            f"{topic}-{partition}: {member_node} lost unflushed records and is back with {member.length}, "
+            f"below {node}'s HW {hw}, still in the ISR"
+        )
+        self.findings.append({"invariant": invariant, "label": "kip_966", "ts_ms": event["ts_ms"], "node": event["node"], "detail": detail})
+
+    def _forget_findings(self, topic: str, partition: int, member_node: str) -> None:
+        """The replica is back in sync: a later loss is reported again."""
+        for key in [k for k in self._found if k[:3] == (topic, partition, member_node)]:
+            self._found.discard(key)
 
     def _offsets(self, event: Mapping[str, Any]) -> list[Violation]:
         found = []

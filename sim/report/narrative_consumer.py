@@ -39,6 +39,10 @@ KNOWN_BUGS = {
     "kafka_14639": ("KAFKA-14639", re.compile(r"(\S+) of (\S+) is assigned to \S+ in generation (\d+) while \S+ holds it"),
                     "{0} of group {1} was given to another member in generation {2} while a member whose claim the "
                     "leader's assignor threw away for its older generation still held it"),
+    "kip_966": ("of ZooKeeper mode's ISR (the gap KIP-966 closes)",
+                re.compile(r"(\S+): (\S+) lost unflushed records and is back with (\d+), below \S+'s HW (\d+), still in the ISR"),
+                "{1} came back from a power or disk loss with {2} records of {0}, below its HW {3}, and still in its ISR, "
+                "so it could have been elected without them"),
 }
 """A known-bug finding's label: Kafka's JIRA id, how to read its detail, and what to say."""
 

@@ -76,8 +76,9 @@ def _diverged(o: Outcome) -> bool:
         (SwarmConfig("0.10.2"), 0, lambda o: "weak_isr" in o.violations),
         (SwarmConfig("2.4", acks="1"), 0, lambda o: o.checks["lost_acked"] > 0),
         (SwarmConfig("3.9", acks="1"), 0, lambda o: o.checks["lost_acked"] > 0),
-        # a follower still in the ISR comes back from a power loss without its unflushed records
-        (SwarmConfig("2.4", crash_kinds=("power_loss",)), 0, lambda o: "weak_isr" in o.violations),
+        # a follower still in the ISR comes back from a power loss without its unflushed records:
+        # Kafka's known gap (KIP-966), told as a finding, not a violation
+        (SwarmConfig("2.4", crash_kinds=("power_loss",)), 0, lambda o: any(f["label"] == "kip_966" for f in o.checks["known_bug_findings"])),
         # replicas diverge before KIP-320 (tests/properties/swarm.py); the search starts near
         # where a scan of 1,000 seeds found it. A deposed leader now takes at most one
         # unreplicated batch per producer connection (muted while it waits for its followers),
