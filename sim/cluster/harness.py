@@ -140,7 +140,7 @@ class Cluster(FaultMethods):
             kafka_version=scenario.profile.name,
             log_schema_version=LOG_SCHEMA_VERSION,
         )
-        self.invariants = Invariants()
+        self.invariants = Invariants(stale_controller_writes=not scenario.profile.controller_epoch_checked_writes)
         self.kernel.observe(self.invariants)
         self.group_invariants = GroupInvariants(scenario.profile.version)
         self.kernel.observe(self.group_invariants)

@@ -34,6 +34,11 @@ handling closes in KRaft, not the simulator's fault: such a replica back with fe
 than its leader's HW while in the ISR is a finding labelled `kip_966` (summary.json's
 `known_bug_findings`, once per replica, invariant and loss), not a violation.
 
+Before 2.1.0 a controller's ZooKeeper writes were not conditional on the controller epoch's
+znode version (KAFKA-6082), so a controller that lost its place could still write a partition's
+leadership: with `stale_controller_writes` (those versions) a `fenced_controller_writes` breach
+is a finding labelled `kafka_6082`, not a violation.
+
 The end-of-run checks, on the final logs, are in `sim.cluster.log_checks`.
 """
 
@@ -148,6 +153,8 @@ class Invariants:
     _committed_isr: dict[PartitionKey, tuple[int, list[int]]] = field(default_factory=dict)
     """The quorum's ISR with its leader epoch: only the newest epoch's leader changes it (a
     deposed leader that wakes and reports its old ISR does not)."""
+    stale_controller_writes: bool = False
+    """KAFKA-6082 (before 2.1.0): a deposed controller's writes are not fenced."""
     findings: list[dict[str, Any]] = field(default_factory=list)
     """Kafka's known behaviour the run showed (summary.json's `known_bug_findings`)."""
     _found: set[tuple[str, int, str, str]] = field(default_factory=set)
@@ -211,6 +218,10 @@ class Invariants:
             f"{path}: leader {state['leader']} epoch {state['leader_epoch']} written with controller "
             f"epoch {state['controller_epoch']}, current {self._controller_epoch}"
         )
+        if self.stale_controller_writes:
+            finding = {"invariant": "fenced_controller_writes", "label": "kafka_6082", "ts_ms": event["ts_ms"], "node": event["node"]}
+            self.findings.append({**finding, "detail": detail})
+            return []
         return [Violation("fenced_controller_writes", event["ts_ms"], event["node"], detail)]
 
     # ------------------------------------------------------------------ the shadow logs

@@ -43,6 +43,10 @@ KNOWN_BUGS = {
                 re.compile(r"(\S+): (\S+) lost unflushed records and is back with (\d+), below \S+'s HW (\d+), still in the ISR"),
                 "{1} came back from a power or disk loss with {2} records of {0}, below its HW {3}, and still in its ISR, "
                 "so it could have been elected without them"),
+    "kafka_6082": ("KAFKA-6082",
+                   re.compile(r"(\S+): leader (\S+) epoch (\S+) written with controller epoch (\d+), current (\d+)"),
+                   "a controller of epoch {3}, no longer the controller (epoch {4} is), still wrote leader {1} at leader "
+                   "epoch {2} to {0}: its ZooKeeper writes were not fenced by the controller epoch"),
 }
 """A known-bug finding's label: Kafka's JIRA id, how to read its detail, and what to say."""
 

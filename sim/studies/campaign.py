@@ -206,6 +206,7 @@ def figures_of(summary: dict[str, Any]) -> dict[str, Any]:
         "duplicates": summary["duplicates"],
         "duplicates_by_cause": dict(sorted(summary["duplicates_by_cause"].items())),
         "anomalies": anomalies,
+        "known_bugs": sorted({f["label"] for f in summary.get("known_bug_findings", [])}),
     }
 
 
@@ -215,11 +216,13 @@ OPERATOR_SKIPS = frozenset({"admin_reset"})
 
 def checks(result: dict[str, Any]) -> list[str]:
     """What failed in one seed's run, each a short stable string: the simulator's failure, each
-    invariant broken, acknowledged records lost, records skipped (by cause, but for an
+    invariant broken, each known Kafka bug or gap an invariant showed (a finding, not a
+    violation), acknowledged records lost, records skipped (by cause, but for an
     operator's reset), each Jepsen anomaly left unexplained, and duplicates whose cause is a
     Kafka bug (`kafka_NNNNN`). Empty for a run that kept every promise."""
     found = [f"failure: {result['failure']}"] if result["failure"] else []
     found += [f"invariant {name}" for name in result["violations"]]
+    found += [f"known {label}" for label in result.get("known_bugs", [])]
     found += ["lost_acked"] if result["lost_acked"] else []
     skipped = result.get("skipped_by_cause", {})
     found += [f"skipped {cause}" for cause, n in sorted(skipped.items()) if n and cause not in OPERATOR_SKIPS]
@@ -244,6 +247,7 @@ def _no_figures() -> dict[str, Any]:
         "duplicates": 0,
         "duplicates_by_cause": {},
         "anomalies": {},
+        "known_bugs": [],
     }
 
 

@@ -2060,4 +2060,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "            self._listener_commit(out, then=\"close\")\n            self.close_phase = \"revoke\"\n",
         ("tests/scenarios/test_empty_commits.py::test_leaving_with_nothing_processed_commits_nothing_and_leaves_at_once[close]",),
     ),
+    Mutant(
+        "stale_controller_write_a_violation_before_2_1",
+        "before 2.1 a deposed controller's ZooKeeper writes land (KAFKA-6082): Kafka's known bug of those versions, told as a kafka_6082 finding, not a violation",
+        "sim/cluster/harness.py",
+        "Invariants(stale_controller_writes=not scenario.profile.controller_epoch_checked_writes)",
+        "Invariants(stale_controller_writes=False)",
+        ("tests/scenarios/test_controller.py::test_s11_before_2_1_the_stale_controller_still_writes",),
+    ),
+    Mutant(
+        "campaign_known_bug_findings_pass",
+        "a campaign seed whose invariants showed a known Kafka bug or gap (known_bug_findings) fails with that finding's label",
+        "sim/studies/campaign.py",
+        '    found += [f"known {label}" for label in result.get("known_bugs", [])]\n',
+        "",
+        ("tests/unit/test_campaign_checks.py::test_each_broken_promise_is_one_check_in_a_fixed_order",),
+    ),
 )

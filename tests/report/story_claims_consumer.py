@@ -5,6 +5,7 @@ forms too."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +24,8 @@ CONSUMER_SENTENCES: list[tuple[str, str]] = [
     (rf"At {T} (\S+)'s new process took the place of (\S+)'s static member in group ({G}) \(group\.instance\.id (\S+)\) "
      r"at epoch (\d+) with (.+), and no target assignment was computed\.", "replaced"),
     (rf"At {T} (\S+) stopped on a fatal error \((.+?)\)(?:: (.+))?\.", "stopped"),
-    (rf"Kafka (\S+)'s known bug (KAFKA-\d+) showed at {T} on (\S+): (.+); this is Kafka's behaviour in that version, not "
-     r"a fault of the simulator\.", "known_bug"),
+    (rf"Kafka (\S+)'s known bug (KAFKA-\d+|of ZooKeeper mode's ISR \(the gap KIP-966 closes\)) showed at {T} on (\S+): "
+     r"(.+); this is Kafka's behaviour in that version, not a fault of the simulator\.", "known_bug"),
 ]
 
 VERBS = {"joined": "member_joined", "left": "member_left", "was fenced": "member_fenced",
@@ -157,13 +158,43 @@ class ConsumerClaims:
         holding = records and records[-1]["event"] == "consumer_member_changed" and records[-1]["member_epoch"] != -2
         return None if instance and holding else "no old member of its instance id was still in the group"
 
+    def _lost_unflushed_in_isr(self, finding: dict[str, Any], what: str) -> str | None:
+        told = re.fullmatch(r"(\S+) came back from a power or disk loss with (\d+) records of (\S+), below its HW (\d+), "
+                            r"and still in its ISR, so it could have been elected without them", what)
+        if told is None:
+            return f"cannot read {what!r}"
+        replica, records, _, hw = told.groups()
+        losses = [e for e in self.log.of("node_crashed") if e["target"] == replica and e["kind"] in ("power_loss", "disk_loss")
+                  and e["ts_ms"] <= finding["ts_ms"]]
+        if not losses:
+            return f"the log shows no power or disk loss of {replica} before then"
+        return None if int(records) < int(hw) else "the records told are not below the HW told"
+
+    def _stale_controller_write(self, finding: dict[str, Any], what: str) -> str | None:
+        told = re.fullmatch(r"a controller of epoch (\d+), no longer the controller \(epoch (\d+) is\), still wrote leader "
+                            r"(\d+) at leader epoch (\d+) to (\S+): its ZooKeeper writes were not fenced by the controller "
+                            r"epoch", what)
+        if told is None:
+            return f"cannot read {what!r}"
+        stale, current, leader, leader_epoch, path = told.groups()
+        writes = [json.loads(e["data"]) for e in self.log.of("znode_changed") if e["ts_ms"] == finding["ts_ms"] and e["path"] == path]
+        if not any((w["controller_epoch"], w["leader"], w["leader_epoch"]) == (int(stale), int(leader), int(leader_epoch)) for w in writes):
+            return "the log shows no such write then"
+        epochs = [int(e["data"]) for e in self.log.of("znode_changed") if e["path"] == "/controller_epoch" and e["ts_ms"] <= finding["ts_ms"]]
+        return None if epochs and epochs[-1] == int(current) > int(stale) else "the controller epoch then was another"
+
     def known_bug(self, version: str, jira: str, when: str, node: str, what: str) -> str | None:
         if self.log.summary["kafka_version"] != version:
             return "another Kafka version"
+        label = "kip_966" if "KIP-966" in jira else jira.lower().replace("-", "_")
         found = [f for f in self.log.summary.get("known_bug_findings", []) if s(f["ts_ms"]) == when and f["node"] == node
-                 and f["label"].upper().replace("_", "-") == jira]
+                 and f["label"] == label]
         if not found:
             return "summary.json has no such finding"
+        if label == "kip_966":
+            return self._lost_unflushed_in_isr(found[0], what)
+        if label == "kafka_6082":
+            return self._stale_controller_write(found[0], what)
         told = re.fullmatch(r"(\S+) of group (\S+) was given to another member in generation (\d+) while a member whose "
                             r"claim the leader's assignor threw away for its older generation still held it", what)
         if jira != "KAFKA-14639" or told is None:

@@ -103,3 +103,22 @@ def test_fenced_controller_writes_flags_a_leader_written_under_an_old_epoch() ->
     [violation] = check(_written(path, 2, 1, 7))
     assert violation.invariant == "fenced_controller_writes"
     assert check(_written(path, 3, 2, 8)) == []
+
+
+def test_before_2_1_a_stale_controllers_write_is_kafka_6082_not_a_violation() -> None:
+    check = Invariants(stale_controller_writes=True)
+    path = zk.state_path(TopicPartition("T", 0))
+    epoch = {"event": "znode_changed", "ts_ms": 1, "node": "zookeeper", "op": "set_data", "path": zk.CONTROLLER_EPOCH}
+    check({**epoch, "data": "7"})
+    check(_written(path, 1, 0, 7, op="create"))
+    check({**epoch, "data": "8"})
+    assert check(_written(path, 2, 1, 7)) == []
+    assert check.findings == [
+        {
+            "invariant": "fenced_controller_writes",
+            "label": "kafka_6082",
+            "ts_ms": 1,
+            "node": "zookeeper",
+            "detail": "/brokers/topics/T/partitions/0/state: leader 2 epoch 1 written with controller epoch 7, current 8",
+        }
+    ]
