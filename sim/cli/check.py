@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.cli.errors import EXIT_FAILED, EXIT_USAGE
-from sim.cli.progress import phase
+from sim.cli.progress import RunsProgress, phase
 from sim.cli.spark import check_master, on_spark
 from sim.cluster.scenario import ScenarioError
 from sim.studies.rundir import RunDirRefused
@@ -73,8 +73,13 @@ def check(args: argparse.Namespace) -> int:
     _prepare(args.out)
     phase(f"checking {len(tasks)} seed(s) on Spark ({args.master})", step=False)
 
+    progress = RunsProgress(tty=sys.stderr.isatty())
+
     def campaign(spark: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        results = run_check(spark, tasks)
+        try:
+            results = run_check(spark, tasks, progress)
+        finally:
+            progress.finish()  # the bar's line ends before the next phase's
         shrinks = shrink_tasks(totals(results)["failures"], args.out, args.shrink)
         if shrinks:
             phase(f"shrinking {len(shrinks)} failing seed(s) on Spark", step=False)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from sim.cluster.scenario import Scenario, ScenarioError, parse_scenario
 from sim.cluster.wiring import consumer_configs
 from sim.studies.campaign_faults import KINDS, Shape
 from sim.studies.campaign_plan import DURATION_MS, check_kinds, draw_faults, plan, swarm
+from sim.studies.watched import collect_watched
 
 __all__ = [
     "campaign_text",
@@ -231,10 +232,18 @@ def checks(result: dict[str, Any]) -> list[str]:
     return found
 
 
-def run_check(spark: Any, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The tasks on Spark, one partition each; their results by seed."""
-    results = spark.sparkContext.parallelize(tasks, len(tasks)).map(run_check_task).collect()
+def run_check(
+    spark: Any, tasks: list[dict[str, Any]], progress: Callable[[int, int], None] | None = None
+) -> list[dict[str, Any]]:
+    """The tasks on Spark, one partition each; their results by seed. `progress(done, total)`
+    is called about twice a second while they run (it counts the seeds whose run ended)."""
+    results = collect_watched(spark, tasks, run_check_task, _runs_ended, progress)
     return sorted(results, key=lambda r: r["seed"])
+
+
+def _runs_ended(tasks: list[dict[str, Any]]) -> int:
+    ended = ("summary.json", "failure.txt")
+    return sum(any((Path(t["run_dir"]) / name).is_file() for name in ended) for t in tasks)
 
 
 def _no_figures() -> dict[str, Any]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ from sim.studies.sweep_plan import SweepPlan
 from sim.studies.sweep_report import write_sweep_report
 from sim.studies.sweep_resume import SweepStopped, clean_partial_tables, run_done, run_result
 from sim.studies.sweep_tables import build_tables, rows, write_table
+from sim.studies.watched import collect_watched
 
 __all__ = [
     "SweepTaskFailed",
@@ -113,34 +113,15 @@ def run_sweep_tasks(
     """Run the plan's tasks (or those given) on Spark, one partition each; `progress(done,
     total)` is called about twice a second while they run (it counts the summaries written)."""
     tasks = plan.tasks(out) if tasks is None else tasks
-    sc = spark.sparkContext
-    results: list[dict[str, Any]] = []
-    errors: list[BaseException] = []
-
-    def job() -> None:
-        try:
-            results.extend(sc.parallelize(tasks, len(tasks)).map(run_task).collect())
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
-            errors.append(exc)
-
-    thread = threading.Thread(target=job, name="kafkasim-sweep", daemon=True)
-    thread.start()
     try:
-        while thread.is_alive():
-            thread.join(0.5)
-            if progress is not None:
-                progress(_summaries_written(tasks), len(tasks))
+        results = collect_watched(spark, tasks, run_task, _summaries_written, progress)
     except KeyboardInterrupt:
-        sc.cancelAllJobs()
-        # Spark kills the cancelled tasks' Python workers within seconds: wait for it, so that
-        # no run goes on writing while the tables of the others are built.
-        thread.join(30)
         raise
-    if errors:
-        failed = _failed_task(errors[0], plan, tasks)
+    except BaseException as exc:
+        failed = _failed_task(exc, plan, tasks)
         if failed is not None:
             raise failed from None
-        raise errors[0]
+        raise
     return sorted(results, key=lambda r: (r["config_id"], r["seed"]))
 
 

@@ -101,8 +101,11 @@ def test_a_broken_task_is_a_failure_with_its_replay_command(tmp_path: Path) -> N
 def test_on_spark_a_failing_seed_does_not_stop_the_others(tmp_path: Path, spark: Any) -> None:
     tasks = check_tasks(3, tmp_path, profile="3.9", kinds=["crash", "slow"], duration_ms=5000)
     tasks[1] = {**tasks[1], "base": ["[run]\nseed = 'x'\n", "broken.toml"]}
-    results = run_check(spark, tasks)
+    shown: list[tuple[int, int]] = []
+    results = run_check(spark, tasks, lambda done, total: shown.append((done, total)))
     assert [r["seed"] for r in results] == [1, 2, 3]
+    assert all(total == 3 for _, total in shown)  # noqa: PLR2004
+    assert [done for done, _ in shown] == sorted(done for done, _ in shown)
     assert results[0]["failure"] is None
     assert results[2]["failure"] is None
     assert results[1]["failure"].startswith("ScenarioError")
@@ -178,3 +181,15 @@ def test_the_table_lists_each_seeds_checks_and_replays_a_shrunk_failure_from_its
         "  seed 1: invariant weak_isr; replay (shrunk): kafkasim run c/shrunk/seed-1.toml",
         "  seed 1: lost_acked; replay: kafkasim run c/scenarios/seed-1.toml",
     ]
+
+
+def test_the_progress_counts_the_seeds_whose_run_ended(tmp_path: Path) -> None:
+    """A run ends with its summary, or with failure.txt when the simulator failed."""
+    from sim.studies.campaign import _runs_ended  # noqa: PLC0415
+
+    tasks = check_tasks(4, tmp_path, profile="3.9", kinds=["crash"], duration_ms=5000)
+    assert _runs_ended(tasks) == 0
+    for task, name in zip(tasks[:3], ("summary.json", "failure.txt", "events.jsonl"), strict=True):
+        Path(task["run_dir"]).mkdir(parents=True)
+        (Path(task["run_dir"]) / name).write_text("")
+    assert _runs_ended(tasks) == 2  # noqa: PLR2004 - a log alone is a run still going
