@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from protocols.errors import ErrorCode
 from protocols.keys import ApiKey, SimKey
-from protocols.registry import Kind, message, struct
+from protocols.registry import Kind, field, message, struct
 from protocols.replication import RecordBatch
 
 __all__ = [
@@ -350,23 +350,25 @@ class OffsetFetchTopic:
     partitions: tuple[OffsetFetchPartition, ...]
 
 
-@message(ApiKey.OFFSET_FETCH, kind=Kind.RESPONSE)
+@message(ApiKey.OFFSET_FETCH, kind=Kind.RESPONSE, versions=(0, 1))
 @dataclass(frozen=True, slots=True)
 class OffsetFetchResponse:
     error_code: ErrorCode
     topics: tuple[OffsetFetchTopic, ...] = ()
 
 
-@message(ApiKey.OFFSET_FETCH, kind=Kind.REQUEST, response=OffsetFetchResponse)
+@message(ApiKey.OFFSET_FETCH, kind=Kind.REQUEST, versions=(0, 1), response=OffsetFetchResponse)
 @dataclass(frozen=True, slots=True)
 class OffsetFetchRequest:
+    """Version 1 is Kafka's OffsetFetch v9 (KIP-848): it adds the member's id and epoch."""
+
     group_id: str
     topics: tuple[TopicPartitions, ...]
     require_stable: bool = True
-    member_id: str | None = None
-    """v9 (KIP-848): a consumer-protocol member's id and epoch, which a consumer group checks;
-    None and -1 from anyone else (a classic consumer, an admin tool)."""
-    member_epoch: int = -1
+    member_id: str | None = field(default=None, since=1)
+    """A consumer-protocol member's id and epoch, which a consumer group checks; None and -1
+    from anyone else (a classic consumer, an admin tool)."""
+    member_epoch: int = field(default=-1, since=1)
 
 
 # --------------------------------------------------------------------------- inside a broker node
