@@ -115,9 +115,7 @@ def run_sweep_tasks(
     tasks = plan.tasks(out) if tasks is None else tasks
     try:
         results = collect_watched(spark, tasks, run_task, _summaries_written, progress)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:
+    except Exception as exc:  # a Spark task's failure; Ctrl-C goes through
         failed = _failed_task(exc, plan, tasks)
         if failed is not None:
             raise failed from None
